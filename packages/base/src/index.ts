@@ -1,0 +1,14 @@
+export { KarotteError, BadArgumentError, SystemError, isErrno, toSystemError } from './errors.js';
+export type { ErrorKind, KarotteErrorOptions, BaseErrorCode, ErrnoLike } from './errors.js';
+export {
+  MISBEHAVIOR_CODES,
+  misbehaviorRecordSchema,
+  createMisbehavior,
+  isMisbehaviorCode,
+  escapeForDisplay,
+} from './misbehavior.js';
+export type { MisbehaviorCode, MisbehaviorRecord } from './misbehavior.js';
+export { parseOptions } from './options.js';
+export { KiB, MiB, GiB, formatBytes } from './units.js';
+export { TRUSTED_BINARY_DIRS, TrustedBinaryError, resolveTrustedBinary } from './trusted-binary.js';
+export type { TrustedBinaryErrorCode, ResolveTrustedBinaryOptions } from './trusted-binary.js';

@@ -1,0 +1,104 @@
+import { constants, lstatSync, realpathSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { BadArgumentError, KarotteError, isErrno } from './errors.js';
+
+/**
+ * The only directories Karotte resolves system binaries from. Never `PATH`: a student who
+ * can write one directory on `PATH` could otherwise replace `kill`, `mount` or `bash` for
+ * code running as root.
+ */
+export const TRUSTED_BINARY_DIRS: readonly string[] = Object.freeze([
+  '/usr/local/sbin',
+  '/usr/local/bin',
+  '/usr/sbin',
+  '/usr/bin',
+  '/sbin',
+  '/bin',
+]);
+
+export type TrustedBinaryErrorCode = 'BINARY_NOT_FOUND' | 'UNTRUSTED_BINARY';
+
+/** A binary that is missing from the trusted directories, or present but not safe to run. */
+export class TrustedBinaryError extends KarotteError<TrustedBinaryErrorCode> {
+  override readonly name = 'TrustedBinaryError';
+  readonly binary: string;
+
+  constructor(code: TrustedBinaryErrorCode, binary: string, message: string) {
+    super({ code, kind: 'system', message });
+    this.binary = binary;
+  }
+}
+
+export interface ResolveTrustedBinaryOptions {
+  /**
+   * Directories searched, in order.
+   * @default TRUSTED_BINARY_DIRS
+   */
+  readonly dirs?: readonly string[];
+}
+
+/**
+ * Resolve `name` (a bare command name such as `setpriv`) to an absolute path in the trusted
+ * directories. The file and every directory on its path, before and after resolving links,
+ * must be owned by root and not writable by group or others.
+ *
+ * @throws TrustedBinaryError `BINARY_NOT_FOUND` when no trusted directory has it,
+ *   `UNTRUSTED_BINARY` when the first match is not safe (never falls back to a later one).
+ */
+export function resolveTrustedBinary(name: string, options: ResolveTrustedBinaryOptions = {}): string {
+  if (name.length === 0 || name.includes('/') || name.includes('\0') || name === '.' || name === '..') {
+    throw new BadArgumentError(`binary name must be a bare command name, got ${JSON.stringify(name)}`, {
+      field: 'name',
+    });
+  }
+  const dirs = options.dirs ?? TRUSTED_BINARY_DIRS;
+  for (const dir of dirs) {
+    const candidate = path.join(dir, name);
+    let real: string;
+    try {
+      real = realpathSync(candidate);
+    } catch (error) {
+      if (isErrno(error, 'ENOENT', 'ENOTDIR')) continue;
+      throw new TrustedBinaryError('UNTRUSTED_BINARY', name, `cannot resolve ${candidate}: ${String(error)}`);
+    }
+    const problem = untrustedReason(candidate, real);
+    if (problem !== undefined) {
+      throw new TrustedBinaryError('UNTRUSTED_BINARY', name, `refusing ${candidate}: ${problem}`);
+    }
+    return candidate;
+  }
+  throw new TrustedBinaryError(
+    'BINARY_NOT_FOUND',
+    name,
+    `${name} was not found in the trusted directories ${dirs.join(':')}; install it (it is never looked up on PATH)`,
+  );
+}
+
+/** Why `candidate` (resolving to `real`) is not safe to run as root, or undefined when it is. */
+function untrustedReason(candidate: string, real: string): string | undefined {
+  for (const dir of [...ancestors(path.dirname(candidate)), ...ancestors(path.dirname(real))]) {
+    const stats = lstatSync(dir);
+    if (stats.uid !== 0) return `${dir} is owned by uid ${stats.uid}, not root`;
+    if (stats.isDirectory() && (stats.mode & (constants.S_IWGRP | constants.S_IWOTH)) !== 0) {
+      return `${dir} is writable by group or others`;
+    }
+  }
+  const stats = statSync(real);
+  if (!stats.isFile()) return `${real} is not a regular file`;
+  if (stats.uid !== 0) return `${real} is owned by uid ${stats.uid}, not root`;
+  if ((stats.mode & (constants.S_IWGRP | constants.S_IWOTH)) !== 0)
+    return `${real} is writable by group or others`;
+  if ((stats.mode & constants.S_IXUSR) === 0) return `${real} is not executable`;
+  return undefined;
+}
+
+/** `/a/b/c` → `['/', '/a', '/a/b', '/a/b/c']`. */
+function ancestors(dir: string): string[] {
+  const out: string[] = ['/'];
+  let current = '/';
+  for (const part of dir.split('/').filter(Boolean)) {
+    current = path.join(current, part);
+    out.push(current);
+  }
+  return out;
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env node
+// Enforce the package layering written in ARCHITECTURE.md, for package.json dependencies and
+// for every import in each package's src/. Exits 1 and lists each violation when broken.
+import fs from 'node:fs';
+import path from 'node:path';
+import process from 'node:process';
+import { fileURLToPath } from 'node:url';
+
+/** Read the allowed-dependency table from the json block between the layers markers. */
+export function readLayers(root) {
+  const text = fs.readFileSync(path.join(root, 'ARCHITECTURE.md'), 'utf8');
+  const match = /<!-- layers:begin -->\s*```json\s*([\s\S]*?)```\s*<!-- layers:end -->/.exec(text);
+  if (!match) throw new Error('ARCHITECTURE.md has no layers block');
+  return JSON.parse(match[1]);
+}
+
+function listPackages(root) {
+  const out = [];
+  for (const group of ['packages', 'apps']) {
+    const dir = path.join(root, group);
+    if (!fs.existsSync(dir)) continue;
+    for (const name of fs.readdirSync(dir).sort()) {
+      const manifest = path.join(dir, name, 'package.json');
+      if (fs.existsSync(manifest))
+        out.push({ dir: path.join(dir, name), manifest: JSON.parse(fs.readFileSync(manifest, 'utf8')) });
+    }
+  }
+  return out;
+}
+
+function* sourceFiles(dir) {
+  if (!fs.existsSync(dir)) return;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) yield* sourceFiles(full);
+    else if (/\.(ts|mts|js|mjs)$/.test(entry.name) && !/\.test\.ts$/.test(entry.name)) yield full;
+  }
+}
+
+const IMPORT_RE =
+  /(?:import|export)\s[^'"`]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|import\s+['"]([^'"]+)['"]/g;
+
+/** Return every layering violation under `root` as a human-readable line. */
+export function checkLayers(root) {
+  const layers = readLayers(root);
+  const violations = [];
+  for (const { dir, manifest } of listPackages(root)) {
+    const name = manifest.name;
+    const rel = path.relative(root, dir);
+    if (!Object.hasOwn(layers, name)) {
+      violations.push(`${rel}: package ${name} is not in the ARCHITECTURE.md layers table`);
+      continue;
+    }
+    const allowed = new Set(layers[name]);
+    const deps = { ...manifest.dependencies, ...manifest.peerDependencies, ...manifest.optionalDependencies };
+    for (const dep of Object.keys(deps)) {
+      if (dep.startsWith('@karotte/') && !allowed.has(dep)) {
+        violations.push(`${rel}/package.json: ${name} may not depend on ${dep}`);
+      }
+    }
+    for (const file of sourceFiles(path.join(dir, 'src'))) {
+      const text = fs.readFileSync(file, 'utf8');
+      for (const m of text.matchAll(IMPORT_RE)) {
+        const spec = m[1] ?? m[2] ?? m[3];
+        const where = path.relative(root, file);
+        if (spec.startsWith('@karotte/')) {
+          const parts = spec.split('/');
+          const target = parts.slice(0, 2).join('/');
+          if (parts.length > 2 && parts[2] !== 'package.json') {
+            violations.push(`${where}: deep import ${spec} (use the public entry point ${target})`);
+          }
+          if (target === name) violations.push(`${where}: imports its own package ${target} by name`);
+          else if (!allowed.has(target)) violations.push(`${where}: ${name} may not import ${target}`);
+        } else if (spec.startsWith('.')) {
+          const resolved = path.resolve(path.dirname(file), spec);
+          if (!resolved.startsWith(dir + path.sep)) {
+            violations.push(`${where}: relative import ${spec} leaves the package`);
+          }
+        }
+      }
+    }
+  }
+  return violations;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  const violations = checkLayers(root);
+  if (violations.length > 0) {
+    process.stderr.write(
+      `layering violations (see ARCHITECTURE.md):\n${violations.map((v) => `  - ${v}`).join('\n')}\n`,
+    );
+    process.exit(1);
+  }
+  process.stdout.write('layers: ok\n');
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+// The README's test command after setup: every check the project has, in order, then the
+// whole test suite on this machine's Node.js and on Node.js 24. Prints one closing line
+// `tests: N passed, N failed, N skipped` summed over every run.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import process from 'node:process';
+import { spawnSync } from 'node:child_process';
+import { log, node24Path, pnpmPath, root, run } from './tools.mjs';
+
+const pnpm = pnpmPath();
+const only = process.argv.slice(2);
+const want = (step) => only.length === 0 || only.includes(step);
+
+if (want('lint')) {
+  run(pnpm, ['exec', 'turbo', 'run', 'lint', 'typecheck', '--output-logs=errors-only']);
+  run(process.execPath, ['scripts/check-layers.mjs']);
+  run(pnpm, ['exec', 'prettier', '--check', '.', '--log-level', 'warn']);
+}
+if (want('packages')) {
+  run(pnpm, ['exec', 'turbo', 'run', 'check:package', '--output-logs=errors-only']);
+  run(pnpm, ['exec', 'changeset', 'status']);
+}
+
+const totals = { passed: 0, failed: 0, skipped: 0 };
+let failedRuns = 0;
+
+function vitest(node, label) {
+  const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-vitest-')), 'report.json');
+  log(`vitest on Node.js ${label}`);
+  const result = spawnSync(
+    node,
+    [
+      path.join(root, 'node_modules', 'vitest', 'vitest.mjs'),
+      'run',
+      '--reporter=default',
+      '--reporter=json',
+      `--outputFile.json=${report}`,
+    ],
+    {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, PATH: `${path.dirname(node)}:${process.env.PATH ?? ''}` },
+    },
+  );
+  if (result.status !== 0) failedRuns += 1;
+  if (fs.existsSync(report)) {
+    const data = JSON.parse(fs.readFileSync(report, 'utf8'));
+    totals.passed += data.numPassedTests ?? 0;
+    totals.failed += data.numFailedTests ?? 0;
+    totals.skipped += (data.numPendingTests ?? 0) + (data.numTodoTests ?? 0);
+    if ((data.numTotalTests ?? 0) === 0) failedRuns += 1;
+  } else {
+    failedRuns += 1;
+  }
+  fs.rmSync(path.dirname(report), { recursive: true, force: true });
+}
+
+if (want('test')) vitest(process.execPath, process.versions.node);
+if (want('test24')) vitest(node24Path(), '24');
+
+if (want('test') || want('test24')) {
+  process.stdout.write(
+    `tests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`,
+  );
+  if (failedRuns > 0 || totals.failed > 0) process.exit(1);
+}

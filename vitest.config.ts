@@ -1,0 +1,52 @@
+import process from 'node:process';
+import { defineConfig } from 'vitest/config';
+
+// Two projects: `unit` (fast, no root, runs everywhere) and `integration` (real processes,
+// users, cgroups, mounts; needs root). Under CI=true the integration tests must run: a CI
+// machine without root is a broken CI machine, so the config fails instead of skipping.
+const isRoot = process.getuid?.() === 0;
+const inCI = process.env['CI'] === 'true' || process.env['CI'] === '1';
+
+if (!isRoot && inCI) {
+  throw new Error('integration tests need root, and CI=true forbids skipping them: run CI as root');
+}
+if (!isRoot) {
+  process.stderr.write(
+    '[karotte] integration tests skipped: they need root (real users, cgroups, namespaces, loop mounts). ' +
+      'Run the test command as root to include them.\n',
+  );
+}
+
+const unit = {
+  extends: true as const,
+  test: {
+    name: 'unit',
+    include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts', 'scripts/**/*.test.ts'],
+    exclude: ['**/*.integration.test.ts', '**/node_modules/**', '**/dist/**'],
+    testTimeout: 10_000,
+  },
+};
+
+const integration = {
+  extends: true as const,
+  test: {
+    name: 'integration',
+    include: [
+      'packages/*/src/**/*.integration.test.ts',
+      'apps/*/src/**/*.integration.test.ts',
+      'apps/*/test/**/*.integration.test.ts',
+    ],
+    exclude: ['**/node_modules/**', '**/dist/**'],
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    pool: 'forks' as const,
+    // Real processes, cgroups and loop devices on a 2-core machine: two files at a time.
+    maxWorkers: 2,
+  },
+};
+
+export default defineConfig({
+  test: {
+    projects: isRoot ? [unit, integration] : [unit],
+  },
+});

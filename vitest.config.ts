@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import process from 'node:process';
 import { defineConfig } from 'vitest/config';
 
@@ -45,7 +47,16 @@ const integration = {
   },
 };
 
+// Tests import sibling packages from source, so a test never runs against a stale dist/.
+const alias = Object.fromEntries(
+  fs
+    .readdirSync(path.join(import.meta.dirname, 'packages'))
+    .filter((name) => fs.existsSync(path.join(import.meta.dirname, 'packages', name, 'src', 'index.ts')))
+    .map((name) => [`@karotte/${name}`, path.join(import.meta.dirname, 'packages', name, 'src', 'index.ts')]),
+);
+
 export default defineConfig({
+  resolve: { alias },
   test: {
     projects: isRoot ? [unit, integration] : [unit],
   },

@@ -1,0 +1,73 @@
+// Shared helpers for the integration tests (real processes, uids, cgroups, mounts).
+// Everything a helper creates is named with `karotte` and removed by the returned cleanup,
+// on success and on failure.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * A uid for one test, unique across test workers: no passwd entry is created (numeric uids
+ * work with setpriv and need no cleanup of /etc/passwd). Range 3_900_000_000+.
+ */
+let counter = 0;
+export function testUid(): number {
+  counter += 1;
+  return 3_900_000_000 + (process.pid % 1_000_000) * 50 + (counter % 50);
+}
+
+/** Live (non-zombie) pids whose real uid is `uid`, from a /proc walk. */
+export function pidsOfUid(uid: number): number[] {
+  const out: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const status = fs.readFileSync(`/proc/${name}/status`, 'utf8');
+      const real = /^Uid:\s+(\d+)/m.exec(status)?.[1];
+      const state = /^State:\s+(\S)/m.exec(status)?.[1];
+      if (real === String(uid) && state !== 'Z') out.push(Number(name));
+    } catch {
+      // vanished
+    }
+  }
+  return out;
+}
+
+/**
+ * Test cleanup of last resort: SIGKILL every process of `uid` (by pid, never by name) until
+ * none is left, bounded by `timeoutMs`. Throws when some survive, so a leak fails the test.
+ */
+export async function killUid(uid: number, timeoutMs = 10_000): Promise<void> {
+  if (uid < 1000) throw new Error(`refusing to kill uid ${uid}`);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const setpriv = '/usr/bin/setpriv';
+    spawnSync(setpriv, ['--reuid', String(uid), '--regid', String(uid), '--clear-groups', '/bin/kill', '-KILL', '-1']);
+    const left = pidsOfUid(uid);
+    for (const pid of left) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    if (pidsOfUid(uid).length === 0) return;
+    if (Date.now() > deadline) throw new Error(`uid ${uid} still has processes ${pidsOfUid(uid).join(',')}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A fresh temporary directory named `karotte-<label>-…`, removed by the returned cleanup. */
+export function tempDir(label: string): { dir: string; cleanup: () => void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `karotte-${label}-`));
+  return { dir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Wait until `predicate` is true, polling every `intervalMs`, or throw after `timeoutMs`. */
+export async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000, intervalMs = 20): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

@@ -1,1 +1,1 @@
-export {};
+export type { KillableGroup, GroupKillResult } from './group-types.js';

@@ -42,7 +42,16 @@ export async function killUid(uid: number, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const setpriv = '/usr/bin/setpriv';
-    spawnSync(setpriv, ['--reuid', String(uid), '--regid', String(uid), '--clear-groups', '/bin/kill', '-KILL', '-1']);
+    spawnSync(setpriv, [
+      '--reuid',
+      String(uid),
+      '--regid',
+      String(uid),
+      '--clear-groups',
+      '/bin/kill',
+      '-KILL',
+      '-1',
+    ]);
     const left = pidsOfUid(uid);
     for (const pid of left) {
       try {
@@ -64,7 +73,11 @@ export function tempDir(label: string): { dir: string; cleanup: () => void } {
 }
 
 /** Wait until `predicate` is true, polling every `intervalMs`, or throw after `timeoutMs`. */
-export async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000, intervalMs = 20): Promise<void> {
+export async function waitFor(
+  predicate: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+  intervalMs = 20,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);

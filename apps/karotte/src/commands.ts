@@ -1,4 +1,5 @@
 import type { Io } from './main.js';
+import { validateCommand } from './commands/validate.js';
 
 export interface CommandContext {
   readonly io: Io;
@@ -7,9 +8,13 @@ export interface CommandContext {
 export interface Command {
   /** One line for `karotte --help`. */
   readonly summary: string;
+  /** The command's own help text for `karotte <command> --help`. */
+  readonly help: string;
   /** Run with the arguments after the command name; returns the exit code. */
   run(argv: readonly string[], context: CommandContext): Promise<number>;
 }
 
-/** The commands of the contract, added as each is built (see ../../shared/contract.md). */
-export const commands: Readonly<Record<string, Command>> = Object.freeze({});
+/** The commands of the contract (../../shared/contract.md), added as each is built. */
+export const commands: Readonly<Record<string, Command>> = Object.freeze({
+  validate: validateCommand,
+});

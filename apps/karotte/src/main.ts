@@ -1,10 +1,8 @@
 import { commands, type CommandContext } from './commands.js';
 import { VERSION } from './version.js';
 
-/** Exit codes of the contract: 0 verdict/ok, 1 error or weaker confinement, 2 bad usage. */
-export const EXIT_OK = 0;
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
+import { UsageError } from './args.js';
 
 export interface Io {
   readonly stdout: { write(chunk: string): unknown };
@@ -51,6 +49,23 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     );
     return EXIT_USAGE;
   }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.stdout.write(`${command.help}\n`);
+    return EXIT_OK;
+  }
   const context: CommandContext = { io };
-  return command.run(rest, context);
+  try {
+    return await command.run(rest, context);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`karotte ${first}: ${error.message}\n${command.help}\n`);
+      return EXIT_USAGE;
+    }
+    // Never a stack trace for a person: one line, the error's code when it has one.
+    const code = (error as { code?: unknown }).code;
+    io.stderr.write(
+      `karotte ${first}: ${typeof code === 'string' ? `${code}: ` : ''}${(error as Error).message}\n`,
+    );
+    return EXIT_FAILURE;
+  }
 }

@@ -1,0 +1,123 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * A path relative to a base directory that cannot leave it: no absolute paths, no `..`
+ * segments, no empty segments, no NUL, already normalised.
+ */
+export const relativePathSchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(4096, 'must be at most 4096 characters')
+  .refine((value) => !value.includes('\0'), 'must not contain NUL')
+  .refine((value) => !path.isAbsolute(value), 'must be relative')
+  .refine((value) => value.split('/').every((part) => part !== '..'), 'must not contain ".." segments')
+  .refine(
+    (value) => path.posix.normalize(value) === value && !value.endsWith('/') && value !== '.',
+    'must be normalised (no "./", "//" or trailing "/")',
+  );
+
+/** Student limits a task may set; every omitted one takes the project's default. */
+export const taskLimitsSchema = z
+  .object({
+    /** Student memory, RAM-backed files included, in bytes. */
+    memoryBytes: z
+      .number()
+      .int()
+      .min(16 * 1024 * 1024)
+      .max(Number.MAX_SAFE_INTEGER)
+      .optional(),
+    /** Student processes and threads. */
+    pids: z.number().int().min(8).max(1_000_000).optional(),
+    /** Student disk quota for the working directory, in bytes. */
+    diskBytes: z
+      .number()
+      .int()
+      .min(1024 * 1024)
+      .max(Number.MAX_SAFE_INTEGER)
+      .optional(),
+    /** Wall time of the student's part of the episode, in milliseconds. */
+    wallTimeMs: z
+      .number()
+      .int()
+      .positive()
+      .max(7 * 24 * 3600 * 1000)
+      .optional(),
+    /** Default and maximum per-command timeout in the student's shell, in milliseconds. */
+    commandTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(24 * 3600 * 1000)
+      .optional(),
+  })
+  .strict();
+
+export const graderSpecSchema = z
+  .object({
+    /** The grader, a JavaScript module run with the harness's own Node.js. */
+    script: relativePathSchema,
+    /** Grader wall-clock limit in milliseconds. */
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(24 * 3600 * 1000)
+      .optional(),
+  })
+  .strict();
+
+export const taskIdSchema = z
+  .string()
+  .max(128)
+  .regex(/^[a-z0-9][a-z0-9-]*$/, 'must match [a-z0-9][a-z0-9-]*');
+
+/** One step of a multi-step task: its own instructions, submission and grader. */
+export const taskStepSchema = z
+  .object({
+    instructions: z.string().min(1),
+    submission: z.array(relativePathSchema).min(1).max(1000),
+    grader: graderSpecSchema,
+    passThreshold: z.number().min(0).max(1).optional(),
+  })
+  .strict();
+
+/**
+ * `task.json`, the contract's task file (section 3). Unknown fields are an error. The
+ * single-step form (`instructions`, `submission`, `grader`) is the contract's; `steps` is
+ * Karotte's extension for multi-step tasks, mutually exclusive with the single-step fields.
+ */
+export const taskFileSchema = z
+  .object({
+    id: taskIdSchema,
+    instructions: z.string().min(1).optional(),
+    submission: z.array(relativePathSchema).min(1).max(1000).optional(),
+    grader: graderSpecSchema.optional(),
+    steps: z.array(taskStepSchema).min(1).max(100).optional(),
+    /** Score at or above which the run `passed`. @default 1 */
+    passThreshold: z.number().min(0).max(1).optional(),
+    limits: taskLimitsSchema.optional(),
+  })
+  .strict()
+  .superRefine((task, ctx) => {
+    const single =
+      task.instructions !== undefined || task.submission !== undefined || task.grader !== undefined;
+    if (task.steps !== undefined && single) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['steps'],
+        message: 'use either steps or instructions/submission/grader, not both',
+      });
+      return;
+    }
+    if (task.steps === undefined) {
+      for (const key of ['instructions', 'submission', 'grader'] as const) {
+        if (task[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is required' });
+      }
+    }
+  });
+
+export type TaskFile = z.infer<typeof taskFileSchema>;
+export type TaskLimits = z.infer<typeof taskLimitsSchema>;
+export type GraderSpec = z.infer<typeof graderSpecSchema>;
+export type TaskStepFile = z.infer<typeof taskStepSchema>;

@@ -1,0 +1,156 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { BadArgumentError, parseOptions } from '@karotte/base';
+import { CoreError } from './errors.js';
+import { taskFileSchema, type TaskFile, type TaskLimits } from './task-schema.js';
+
+/** The largest task.json accepted, in bytes. */
+export const MAX_TASK_FILE_BYTES = 1024 * 1024;
+
+/** One step of a loaded task, with absolute paths resolved inside the task directory. */
+export interface TaskStep {
+  readonly instructions: string;
+  readonly submission: readonly string[];
+  /** Absolute path of the grader script (a regular file inside the task directory). */
+  readonly graderScript: string;
+  readonly graderTimeoutMs: number | undefined;
+  readonly passThreshold: number;
+}
+
+/** A task loaded from a directory and checked: ready to run. */
+export interface Task {
+  readonly id: string;
+  /** Absolute, real path of the task directory. */
+  readonly dir: string;
+  readonly steps: readonly TaskStep[];
+  /** Absolute path of `student/`, copied into the working directory, when present. */
+  readonly studentDir: string | undefined;
+  /** Absolute path of `hidden/`, for the grader only, when present. */
+  readonly hiddenDir: string | undefined;
+  readonly limits: TaskLimits;
+  /** The parsed task.json. */
+  readonly file: TaskFile;
+}
+
+/**
+ * Load and validate a task directory (contract section 3). Every problem is a
+ * {@link CoreError} `INVALID_TASK` (or `TASK_NOT_FOUND`) whose `field` names the offending
+ * field, raised before anything runs.
+ */
+export async function loadTask(taskDir: string): Promise<Task> {
+  let dir: string;
+  try {
+    dir = await fs.realpath(taskDir);
+    if (!(await fs.stat(dir)).isDirectory())
+      throw new CoreError('TASK_NOT_FOUND', `${taskDir} is not a directory`);
+  } catch (error) {
+    if (error instanceof CoreError) throw error;
+    throw new CoreError('TASK_NOT_FOUND', `task directory ${taskDir} does not exist`, {
+      cause: error,
+      field: '--task',
+    });
+  }
+  const file = await readTaskFile(path.join(dir, 'task.json'));
+  const passThreshold = file.passThreshold ?? 1;
+  const stepFiles = file.steps ?? [
+    { instructions: file.instructions!, submission: file.submission!, grader: file.grader!, passThreshold },
+  ];
+  const steps: TaskStep[] = [];
+  for (const [index, step] of stepFiles.entries()) {
+    const field = file.steps === undefined ? 'grader.script' : `steps[${index}].grader.script`;
+    steps.push({
+      instructions: step.instructions,
+      submission: step.submission,
+      graderScript: await regularFileInside(dir, step.grader.script, field),
+      graderTimeoutMs: step.grader.timeoutMs,
+      passThreshold: step.passThreshold ?? passThreshold,
+    });
+  }
+  return {
+    id: file.id,
+    dir,
+    steps,
+    studentDir: await optionalDirInside(dir, 'student'),
+    hiddenDir: await optionalDirInside(dir, 'hidden'),
+    limits: file.limits ?? {},
+    file,
+  };
+}
+
+async function readTaskFile(file: string): Promise<TaskFile> {
+  let text: string;
+  try {
+    const stats = await fs.lstat(file);
+    if (!stats.isFile())
+      throw new CoreError('INVALID_TASK', 'task.json must be a regular file', { field: 'task.json' });
+    if (stats.size > MAX_TASK_FILE_BYTES) {
+      throw new CoreError('INVALID_TASK', `task.json is larger than ${MAX_TASK_FILE_BYTES} bytes`, {
+        field: 'task.json',
+      });
+    }
+    text = await fs.readFile(file, 'utf8');
+  } catch (error) {
+    if (error instanceof CoreError) throw error;
+    throw new CoreError('INVALID_TASK', `cannot read ${file}`, { cause: error, field: 'task.json' });
+  }
+  let data: unknown;
+  try {
+    // eslint-disable-next-line no-restricted-syntax -- size-bounded above; the shape is checked by the schema next
+    data = JSON.parse(text);
+  } catch (error) {
+    throw new CoreError('INVALID_TASK', `task.json is not valid JSON: ${(error as Error).message}`, {
+      cause: error,
+      field: 'task.json',
+    });
+  }
+  try {
+    return parseOptions(taskFileSchema, data, 'task.json');
+  } catch (error) {
+    if (error instanceof BadArgumentError) {
+      throw new CoreError('INVALID_TASK', error.message, {
+        cause: error,
+        ...(error.field === undefined ? {} : { field: error.field }),
+      });
+    }
+    throw error;
+  }
+}
+
+/** Resolve `relative` inside `dir`, requiring a regular file whose real path stays inside. */
+async function regularFileInside(dir: string, relative: string, field: string): Promise<string> {
+  const candidate = path.join(dir, relative);
+  let real: string;
+  try {
+    real = await fs.realpath(candidate);
+  } catch (error) {
+    throw new CoreError('INVALID_TASK', `${field}: ${relative} does not exist in the task directory`, {
+      cause: error,
+      field,
+    });
+  }
+  if (!real.startsWith(dir + path.sep)) {
+    throw new CoreError('INVALID_TASK', `${field}: ${relative} resolves outside the task directory`, {
+      field,
+    });
+  }
+  if (!(await fs.stat(real)).isFile()) {
+    throw new CoreError('INVALID_TASK', `${field}: ${relative} is not a regular file`, { field });
+  }
+  return real;
+}
+
+async function optionalDirInside(dir: string, name: string): Promise<string | undefined> {
+  const candidate = path.join(dir, name);
+  let stats;
+  try {
+    stats = await fs.lstat(candidate);
+  } catch {
+    return undefined;
+  }
+  if (stats.isSymbolicLink() || !stats.isDirectory()) {
+    throw new CoreError('INVALID_TASK', `${name}/ must be a directory (not a link) when present`, {
+      field: `${name}/`,
+    });
+  }
+  return candidate;
+}

@@ -147,7 +147,7 @@ export const ATTACKS: readonly Attack[] = [
     class: 'weird-files',
     description: 'binds a unix socket at the submission path',
     commands: [
-      `rm -rf {{submission}}; ${'"$(command -v node || echo /usr/bin/node)"'} -e "const s=require('net').createServer().listen(process.argv[1],()=>{s.unref();setTimeout(()=>process.exit(0),100)})" {{submission}}; ls -la {{submission}}`,
+      `rm -rf {{submission}}; "$(command -v node || echo /usr/bin/node)" -e "const s=require('net').createServer().listen(process.argv[1],()=>{s.unref();setTimeout(()=>process.exit(0),100)})" {{submission}}; ls -la {{submission}}`,
     ],
     parallelSafe: true,
   },

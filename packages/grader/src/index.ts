@@ -1,1 +1,10 @@
-export {};
+export { GraderError, GRADER_ERROR_CODES } from './errors.js';
+export type { GraderErrorCode } from './errors.js';
+export { createExecutableJudge, executableJudgeOptionsSchema } from './judges/executable.js';
+export type { ExecutableJudgeOptions } from './judges/executable.js';
+export { evaluateJudge } from './judge.js';
+export type { Judge, JudgeContext } from './judge.js';
+export { parseScoreBytes, readScoreFile, scoreFileSchema, scoreLimitsSchema, maxScoreFileBytes } from './score.js';
+export type { ScoreLimits, ScoreParseResult } from './score.js';
+export { verdictSchema, verdictJsonSchema, VERDICT_SCHEMA_VERSION, GRADER_FAILURE_REASONS } from './verdict.js';
+export type { Verdict, JudgeReport, GraderFailure, GraderFailureReason } from './verdict.js';

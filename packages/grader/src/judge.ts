@@ -1,0 +1,167 @@
+import { escapeForDisplay, KarotteError } from '@karotte/base';
+import { GraderError } from './errors.js';
+import type { JsonValue } from './json.js';
+import type {
+  Confinement,
+  GraderFailure,
+  GraderFailureReason,
+  HostFault,
+  JudgeKind,
+  JudgeReport,
+  LimitHit,
+} from './verdict.js';
+
+/** What a judge may look at. Every path is root-only and was never writable by the student. */
+export interface JudgeContext {
+  /**
+   * The custody directory: copies of the declared submission paths at the same relative
+   * paths; a path the student never created is absent. Null when there is no submission.
+   */
+  readonly submissionDir: string | null;
+  /** The task's hidden data (answer keys), or null. */
+  readonly hiddenDir: string | null;
+  /** The student's final answer (last assistant message), or null. */
+  readonly finalAnswer: string | null;
+  /** Cancels the judge; a cancelled judge reports `error` with code `ABORTED`. */
+  readonly abortSignal: AbortSignal;
+  /** Path of this judge in the judge tree (`all/any/regex`), for reports. */
+  readonly path: string;
+}
+
+/** A judge: evaluates a submission and reports, never throwing for expected outcomes. */
+export interface Judge {
+  readonly kind: JudgeKind;
+  /** Name used in reports. */
+  readonly name: string;
+  /** Evaluate. Failures on the submission are `failed` reports; host faults are `error` reports. */
+  evaluate(context: JudgeContext): Promise<JudgeReport>;
+}
+
+/** The confinement of judges that run inside the harness process. */
+export const IN_PROCESS_CONFINEMENT: Confinement = Object.freeze({
+  level: 'in_process',
+  uid: null,
+  namespaces: [],
+  memory: 'not_supported',
+  pids: 'not_supported',
+  wallTime: 'detected_and_reaped',
+  output: 'not_supported',
+  networkIsolated: false,
+}) as Confinement;
+
+export interface ReportBase {
+  readonly name: string;
+  readonly kind: JudgeKind;
+  readonly confinement: Confinement;
+  readonly startedAt: number;
+  readonly limitHits?: readonly LimitHit[];
+}
+
+/** A `scored` report. */
+export function scoredReport(base: ReportBase, score: number, metadata: Record<string, JsonValue> = {}): JudgeReport {
+  return {
+    name: base.name,
+    kind: base.kind,
+    status: 'scored',
+    score,
+    metadata,
+    failure: null,
+    error: null,
+    limitHits: base.limitHits ?? [],
+    confinement: base.confinement,
+    durationMs: elapsed(base.startedAt),
+  };
+}
+
+/** A `failed` report (a judge failure caused by the submission: scores 0). */
+export function failedReport(
+  base: ReportBase,
+  context: Pick<JudgeContext, 'path'>,
+  reason: GraderFailureReason,
+  message: string,
+  details: Partial<Omit<GraderFailure, 'judge' | 'reason' | 'message'>> = {},
+  metadata: Record<string, JsonValue> = {},
+): JudgeReport {
+  return {
+    name: base.name,
+    kind: base.kind,
+    status: 'failed',
+    score: 0,
+    metadata,
+    failure: {
+      judge: context.path,
+      reason,
+      message: escapeForDisplay(message, 2048),
+      exitCode: details.exitCode ?? null,
+      signal: details.signal ?? null,
+      timedOut: details.timedOut ?? false,
+      stderrTail: details.stderrTail ?? '',
+      stdoutTail: details.stdoutTail ?? '',
+    },
+    error: null,
+    limitHits: base.limitHits ?? [],
+    confinement: base.confinement,
+    durationMs: elapsed(base.startedAt),
+  };
+}
+
+/** An `error` report (a host or environment fault). */
+export function errorReport(base: ReportBase, fault: { code: string; message: string }): JudgeReport {
+  const error: HostFault = { code: fault.code, message: escapeForDisplay(fault.message, 2048), phase: 'judge' };
+  return {
+    name: base.name,
+    kind: base.kind,
+    status: 'error',
+    score: 0,
+    metadata: {},
+    failure: null,
+    error,
+    limitHits: base.limitHits ?? [],
+    confinement: base.confinement,
+    durationMs: elapsed(base.startedAt),
+  };
+}
+
+/** Turn an unexpected exception into a host fault: Karotte errors keep their code. */
+export function faultFromError(error: unknown): { code: string; message: string } {
+  if (KarotteError.isInstance(error)) return { code: error.code, message: error.message };
+  const message = error instanceof Error ? error.message : String(error);
+  return { code: 'INTERNAL', message };
+}
+
+/**
+ * Run `judge.evaluate` and never throw: an unexpected exception becomes an `error` report
+ * (a bug or host fault, not the student's doing). Used by composites and `collectAndGrade`.
+ */
+export async function evaluateJudge(judge: Judge, context: JudgeContext): Promise<JudgeReport> {
+  const startedAt = performance.now();
+  if (context.abortSignal.aborted) {
+    return errorReport(
+      { name: judge.name, kind: judge.kind, confinement: IN_PROCESS_CONFINEMENT, startedAt },
+      { code: 'ABORTED', message: 'grading was cancelled' },
+    );
+  }
+  try {
+    return await judge.evaluate(context);
+  } catch (error) {
+    return errorReport(
+      { name: judge.name, kind: judge.kind, confinement: IN_PROCESS_CONFINEMENT, startedAt },
+      faultFromError(error),
+    );
+  }
+}
+
+/** A `GraderError` for an aborted operation. */
+export function abortedError(): GraderError {
+  return new GraderError('ABORTED', 'grading was cancelled');
+}
+
+/** Milliseconds since `start` (a `performance.now()` value), rounded to 0.1 ms. */
+export function elapsed(start: number): number {
+  return Math.max(0, Math.round((performance.now() - start) * 10) / 10);
+}
+
+/** Join a child name onto a judge path. */
+export function childPath(parent: string, name: string): string {
+  return parent === '' ? name : `${parent}/${name}`;
+}

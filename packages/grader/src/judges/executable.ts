@@ -1,0 +1,531 @@
+import { constants } from 'node:fs';
+import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  BadArgumentError,
+  escapeForDisplay,
+  GiB,
+  KiB,
+  KarotteError,
+  MiB,
+  parseOptions,
+  resolveTrustedBinary,
+} from '@karotte/base';
+import { z } from 'zod';
+import { GraderError } from '../errors.js';
+import { errorReport, failedReport, faultFromError, scoredReport } from '../judge.js';
+import type { Judge, JudgeContext, ReportBase } from '../judge.js';
+import { createGraderCgroup } from '../runner/cgroup.js';
+import type { CgroupStats, GraderCgroup } from '../runner/cgroup.js';
+import { copyTree } from '../runner/copy-tree.js';
+import { allocateGraderIdentity, GRADER_UID_RANGE } from '../runner/identity.js';
+import type { GraderIdentity } from '../runner/identity.js';
+import { launch } from '../runner/launch.js';
+import type { LaunchResult, SandboxBinaries } from '../runner/launch.js';
+import { isWithin, listMountPoints, runTrusted } from '../runner/mounts.js';
+import { maxScoreFileBytes, readScoreFile, scoreLimitsSchema } from '../score.js';
+import type { Confinement, JudgeReport, LimitHit } from '../verdict.js';
+
+/** Environment variable names a caller may never set for a grader (loader and interpreter hooks). */
+const FORBIDDEN_ENV =
+  /^(LD_.*|NODE_OPTIONS|NODE_PATH|NODE_EXTRA_CA_CERTS|PYTHON.*|PERL5?LIB|PERL5OPT|RUBYOPT|RUBYLIB|BASH_ENV|ENV|IFS|GCONV_PATH|LOCPATH|HOSTALIASES|MALLOC_.*|GLIBC_TUNABLES|TMPDIR|HOME|PATH|KAROTTE_.*)$/;
+
+/** The world-writable scratch places that get a private tmpfs in the grader's namespace. */
+const SCRATCH_DIRS = ['/tmp', '/var/tmp', '/dev/shm'] as const;
+
+/** The PATH a grader sees: root-owned system directories only. */
+const GRADER_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+export const executableJudgeOptionsSchema = z
+  .object({
+    /** Absolute path of the grader program (a JavaScript module for the default interpreter). */
+    program: z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path'),
+    /**
+     * Absolute path of the interpreter, root-owned with no group- or world-writable directory on
+     * its path. Never looked up on PATH.
+     * @default process.execPath (the harness's own Node.js)
+     */
+    interpreter: z
+      .string()
+      .refine((p) => path.isAbsolute(p), 'must be an absolute path')
+      .optional(),
+    /**
+     * Arguments after the program.
+     * @default []
+     */
+    args: z.array(z.string()).default([]),
+    /**
+     * Name in reports.
+     * @default `executable:<program basename>`
+     */
+    name: z.string().min(1).optional(),
+    /**
+     * Wall-clock limit; past it the whole process tree is killed.
+     * @default 60000
+     */
+    timeoutMs: z.number().int().positive().max(86_400_000).default(60_000),
+    /**
+     * Memory limit of the grader's cgroup (its private tmpfs pages count too).
+     * @default 1073741824 (1 GiB)
+     */
+    memoryBytes: z
+      .number()
+      .int()
+      .min(16 * MiB)
+      .default(GiB),
+    /**
+     * Process limit of the grader's cgroup.
+     * @default 256
+     */
+    pids: z.number().int().min(8).max(1_000_000).default(256),
+    /**
+     * Cap on each of stdout and stderr; past it the grader is killed (`OUTPUT_LIMIT`).
+     * @default 1048576 (1 MiB)
+     */
+    outputBytes: z.number().int().positive().default(MiB),
+    /**
+     * Size of each private tmpfs (`/tmp`, `/var/tmp`, `/dev/shm`, HOME).
+     * @default memoryBytes
+     */
+    tmpfsBytes: z.number().int().min(MiB).optional(),
+    /**
+     * RLIMIT_NOFILE of the grader.
+     * @default 1024
+     */
+    nofile: z.number().int().min(16).max(1_048_576).default(1024),
+    /**
+     * Extra environment variables. Loader and interpreter hooks (`LD_*`, `NODE_OPTIONS`,
+     * `PYTHON*`, ...), `PATH`, `HOME`, `TMPDIR` and `KAROTTE_*` are refused.
+     * @default {}
+     */
+    env: z
+      .record(
+        z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a plain variable name')
+          .refine((n) => !FORBIDDEN_ENV.test(n), 'is reserved or a loader/interpreter hook'),
+        z.string().refine((v) => !v.includes('\0'), 'must not contain NUL'),
+      )
+      .default({}),
+    /**
+     * `sandbox`: a fresh unprivileged uid in its own pid, mount, ipc, uts and network namespaces
+     * and cgroup, reading copies only (needs root). `process`: a child of the current user in
+     * its own process group, killed by group; no memory or pids limit (for hosts without root).
+     * @default 'sandbox'
+     */
+    isolation: z.enum(['sandbox', 'process']).default('sandbox'),
+    /**
+     * Where the private grading directories are created: a root-owned directory not under
+     * `/tmp`, `/var/tmp` or `/dev/shm` (those are replaced by private tmpfs in the sandbox).
+     * @default '/var/lib/karotte/grader' for `sandbox`, `os.tmpdir()` for `process`
+     */
+    workDir: z
+      .string()
+      .refine((p) => path.isAbsolute(p), 'must be an absolute path')
+      .optional(),
+    /**
+     * Directory of uid lock entries for the fresh grader uids.
+     * @default '/run/karotte/grader-uids'
+     */
+    uidLockDir: z
+      .string()
+      .refine((p) => path.isAbsolute(p), 'must be an absolute path')
+      .default('/run/karotte/grader-uids'),
+    /**
+     * Range of fresh grader uids.
+     * @default { first: 3700000000, count: 100000000 }
+     */
+    uidRange: z
+      .object({ first: z.number().int().min(1000), count: z.number().int().positive() })
+      .strict()
+      .refine((r) => r.first + r.count <= 4_294_967_294, 'must end below 4294967294')
+      .default({ ...GRADER_UID_RANGE }),
+    /**
+     * Bounds of the score file.
+     * @default { maxMetadataBytes: 65536, maxMetadataDepth: 8 }
+     */
+    score: scoreLimitsSchema.default({ maxMetadataBytes: 64 * KiB, maxMetadataDepth: 8 }),
+  })
+  .strict();
+
+export type ExecutableJudgeOptions = z.input<typeof executableJudgeOptionsSchema>;
+type Resolved = z.output<typeof executableJudgeOptionsSchema>;
+
+const TAIL_BYTES = 4 * KiB;
+
+/**
+ * A judge that runs a grader program under the score-file protocol: the program gets
+ * `KAROTTE_SUBMISSION_DIR`, `KAROTTE_HIDDEN_DIR` and `KAROTTE_SCORE_FILE` in a clean
+ * environment, must exit 0 and write `{"score": <finite number in [0,1]>, "metadata"?: {...}}`.
+ *
+ * By default it runs in its own sandbox: a fresh unprivileged uid with read access to copies
+ * of the custody directory, the hidden data and the program only; private tmpfs for HOME and
+ * the scratch places; every other mount read-only; no network; its own pid namespace and
+ * cgroup (memory and process limits, read back), killed as a whole at the timeout.
+ *
+ * @throws BadArgumentError on invalid options.
+ */
+export function createExecutableJudge(options: ExecutableJudgeOptions): Judge {
+  const resolved = parseOptions(executableJudgeOptionsSchema, options, 'executable judge options');
+  const workDir = resolved.workDir ?? (resolved.isolation === 'sandbox' ? '/var/lib/karotte/grader' : os.tmpdir());
+  if (resolved.isolation === 'sandbox' && SCRATCH_DIRS.some((dir) => isWithin(workDir, dir))) {
+    throw new BadArgumentError(
+      `workDir ${workDir} is under a scratch directory that the sandbox replaces with a private tmpfs`,
+      { field: 'workDir' },
+    );
+  }
+  const name = resolved.name ?? `executable:${path.basename(resolved.program)}`;
+  return {
+    kind: 'executable',
+    name,
+    evaluate: (context) => runExecutable(resolved, workDir, name, context),
+  };
+}
+
+function confinementOf(resolved: Resolved, uid: number | null): Confinement {
+  if (resolved.isolation === 'sandbox') {
+    return {
+      level: 'sandbox',
+      uid,
+      namespaces: ['pid', 'mount', 'ipc', 'uts', 'net'],
+      memory: 'prevented',
+      pids: 'prevented',
+      wallTime: 'prevented',
+      output: 'prevented',
+      networkIsolated: true,
+    };
+  }
+  return {
+    level: 'process',
+    uid,
+    namespaces: [],
+    memory: 'not_supported',
+    pids: 'not_supported',
+    wallTime: 'detected_and_reaped',
+    output: 'prevented',
+    networkIsolated: false,
+  };
+}
+
+/** Host faults found before anything runs, as a GraderError. */
+async function checkInterpreter(interpreter: string, forOthers: boolean): Promise<void> {
+  try {
+    resolveTrustedBinary(path.basename(interpreter), { dirs: [path.dirname(interpreter)] });
+  } catch (error) {
+    const code = KarotteError.isInstance(error) && error.code === 'BINARY_NOT_FOUND' ? 'GRADER_NOT_FOUND' : 'UNTRUSTED_INTERPRETER';
+    throw new GraderError(code, `interpreter ${interpreter}: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
+  }
+  if (!forOthers) return;
+  // The grader's fresh uid is "others" everywhere: it must be able to reach and run the
+  // interpreter, or every grade would fail for a reason that is the host's, not the student's.
+  let dir = path.dirname(interpreter);
+  for (;;) {
+    const stats = await stat(dir);
+    if ((stats.mode & 0o001) === 0) {
+      throw new GraderError('UNTRUSTED_INTERPRETER', `${dir} is not searchable by others: the grader's uid cannot reach ${interpreter}`);
+    }
+    if (dir === '/') break;
+    dir = path.dirname(dir);
+  }
+  const file = await stat(interpreter);
+  if ((file.mode & 0o005) !== 0o005) {
+    throw new GraderError('UNTRUSTED_INTERPRETER', `${interpreter} is not readable and executable by others`);
+  }
+}
+
+async function checkProgram(program: string): Promise<void> {
+  let stats;
+  try {
+    stats = await stat(program);
+  } catch (error) {
+    throw new GraderError('GRADER_NOT_FOUND', `grader program ${program} does not exist`, { cause: error });
+  }
+  if (!stats.isFile()) throw new GraderError('GRADER_NOT_FOUND', `grader program ${program} is not a regular file`);
+}
+
+/** Make sure the base directory is root-owned and not writable by anyone else. */
+async function prepareWorkDir(workDir: string, sandbox: boolean): Promise<void> {
+  if (!sandbox) return;
+  await mkdir(workDir, { recursive: true, mode: 0o711 });
+  const stats = await lstat(workDir);
+  if (!stats.isDirectory() || stats.uid !== 0 || (stats.mode & 0o022) !== 0) {
+    throw new GraderError('SETUP_FAILED', `${workDir} must be a root-owned directory not writable by group or others`);
+  }
+}
+
+function resolveBinaries(): SandboxBinaries {
+  try {
+    return {
+      sh: resolveTrustedBinary('sh'),
+      unshare: resolveTrustedBinary('unshare'),
+      mount: resolveTrustedBinary('mount'),
+      prlimit: resolveTrustedBinary('prlimit'),
+      setpriv: resolveTrustedBinary('setpriv'),
+    };
+  } catch (error) {
+    throw new GraderError('CONFINEMENT_UNAVAILABLE', `a binary the grader sandbox needs is missing: ${String(error)}`, {
+      cause: error,
+    });
+  }
+}
+
+async function runExecutable(resolved: Resolved, workDir: string, name: string, context: JudgeContext): Promise<JudgeReport> {
+  const startedAt = performance.now();
+  const sandboxed = resolved.isolation === 'sandbox';
+  const interpreter = resolved.interpreter ?? process.execPath;
+  let base: ReportBase = { name, kind: 'executable', confinement: confinementOf(resolved, null), startedAt };
+
+  let root: string | undefined;
+  let identity: GraderIdentity | undefined;
+  let cgroup: GraderCgroup | undefined;
+  let scoreMounted = false;
+  let binaries: SandboxBinaries | undefined;
+  let cleanupFault: string | undefined;
+  try {
+    if (sandboxed && process.getuid?.() !== 0) {
+      throw new GraderError('CONFINEMENT_UNAVAILABLE', 'the grader sandbox needs root (use isolation: "process" without it)');
+    }
+    await checkProgram(resolved.program);
+    await checkInterpreter(interpreter, sandboxed);
+    if (sandboxed) binaries = resolveBinaries();
+    await prepareWorkDir(workDir, sandboxed);
+
+    root = await mkdtemp(path.join(workDir, 'karotte-grade-'));
+    if (sandboxed) {
+      identity = await allocateGraderIdentity({ lockDir: resolved.uidLockDir, ...resolved.uidRange });
+      base = { ...base, confinement: confinementOf(resolved, identity.uid) };
+      cgroup = await createGraderCgroup({ memoryBytes: resolved.memoryBytes, pids: resolved.pids });
+      // The grader's uid must traverse the root to reach its copies; nothing here is listable.
+      await chmod(root, 0o711);
+    }
+    const owner = { uid: process.getuid?.() ?? 0, gid: identity?.gid ?? process.getgid?.() ?? 0 };
+    const modes = sandboxed ? { dirMode: 0o750, fileMode: 0o640 } : { dirMode: 0o700, fileMode: 0o600 };
+
+    const submissionDir = path.join(root, 'submission');
+    const hiddenDir = path.join(root, 'hidden');
+    const programDir = path.join(root, 'program');
+    const scoreDir = path.join(root, 'score');
+    const home = path.join(root, 'home');
+
+    if (context.submissionDir !== null) {
+      const copied = await copyTree(context.submissionDir, submissionDir, { ...owner, ...modes, maxEntries: 1_000_000 });
+      if (!copied.ok) throw new GraderError('SETUP_FAILED', `cannot copy the custody directory: ${copied.message}`);
+    } else {
+      await mkdir(submissionDir, { mode: modes.dirMode });
+    }
+    if (context.hiddenDir !== null) {
+      let copied;
+      try {
+        copied = await copyTree(context.hiddenDir, hiddenDir, { ...owner, ...modes, maxEntries: 1_000_000 });
+      } catch (error) {
+        throw new GraderError('HIDDEN_DATA_UNAVAILABLE', `cannot copy hidden data ${context.hiddenDir}: ${String(error)}`, {
+          cause: error,
+        });
+      }
+      if (!copied.ok) throw new GraderError('HIDDEN_DATA_UNAVAILABLE', `cannot copy hidden data: ${copied.message}`);
+    } else {
+      await mkdir(hiddenDir, { mode: modes.dirMode });
+    }
+    const programCopy = path.join(programDir, path.basename(resolved.program));
+    await mkdir(programDir, { mode: 0o700 });
+    await copyFile(resolved.program, programCopy, constants.COPYFILE_EXCL);
+    await chownAndMode(programCopy, owner, modes.fileMode);
+    await chownAndMode(programDir, owner, modes.dirMode);
+    await chownAndMode(submissionDir, owner, modes.dirMode);
+    await chownAndMode(hiddenDir, owner, modes.dirMode);
+    await mkdir(home, { mode: 0o700 });
+
+    // The score channel: a fresh, empty directory only the grader can write. In a sandbox it
+    // is a small tmpfs owned by the grader's uid (bounded in bytes and inodes, so the grader
+    // cannot fill the host's disk through it); nothing can be planted there in advance.
+    await mkdir(scoreDir, { mode: 0o700 });
+    const scoreFile = path.join(scoreDir, 'score.json');
+    if (sandboxed && identity !== undefined && binaries !== undefined) {
+      const size = Math.max(2 * maxScoreFileBytes(resolved.score) + 64 * KiB, 256 * KiB);
+      await runTrusted(binaries.mount, [
+        '-t',
+        'tmpfs',
+        '-o',
+        `size=${size},nr_inodes=64,mode=0700,uid=${identity.uid},gid=${identity.gid},nosuid,nodev,noexec`,
+        'karotte-grader-score',
+        scoreDir,
+      ]);
+      scoreMounted = true;
+    }
+
+    const env: Record<string, string> = {
+      ...resolved.env,
+      PATH: GRADER_PATH,
+      HOME: home,
+      TMPDIR: sandboxed ? '/tmp' : home,
+      LANG: 'C.UTF-8',
+      LC_ALL: 'C.UTF-8',
+      PYTHONDONTWRITEBYTECODE: '1',
+      PYTHONNOUSERSITE: '1',
+      KAROTTE_SUBMISSION_DIR: submissionDir,
+      KAROTTE_HIDDEN_DIR: hiddenDir,
+      KAROTTE_SCORE_FILE: scoreFile,
+    };
+
+    let readOnlyMounts: string[] = [];
+    let tmpfsPaths: string[] = [];
+    if (sandboxed) {
+      const mounts = await listMountPoints();
+      // /proc is replaced by the namespace's own; the score tmpfs must stay writable.
+      readOnlyMounts = [...new Set(mounts)].filter((m) => !isWithin(m, '/proc') && m !== scoreDir);
+      tmpfsPaths = [];
+      for (const dir of SCRATCH_DIRS) {
+        const stats = await lstat(dir).catch(() => undefined);
+        if (stats?.isDirectory() === true) tmpfsPaths.push(dir);
+      }
+    }
+
+    const result = await launch({
+      argv: [interpreter, programCopy, ...resolved.args],
+      env,
+      cwd: home,
+      timeoutMs: resolved.timeoutMs,
+      outputBytes: resolved.outputBytes,
+      tailBytes: TAIL_BYTES,
+      sandbox:
+        sandboxed && identity !== undefined && cgroup !== undefined && binaries !== undefined
+          ? {
+              uid: identity.uid,
+              gid: identity.gid,
+              cgroup,
+              readOnlyMounts,
+              tmpfsPaths,
+              tmpfsBytes: resolved.tmpfsBytes ?? resolved.memoryBytes,
+              home,
+              nofile: resolved.nofile,
+              binaries,
+            }
+          : null,
+      abortSignal: context.abortSignal,
+    });
+
+    let stats: CgroupStats = { memoryPeakBytes: null, oomKills: 0, pidsLimitHits: 0 };
+    if (cgroup !== undefined) {
+      stats = await cgroup.stats();
+      // Whatever the program left behind dies here; the verdict waits for the proof.
+      const emptied = await cgroup.destroy();
+      cgroup = undefined;
+      if (!emptied) {
+        throw new GraderError('SETUP_FAILED', "the grader's processes survived a cgroup kill (a host fault)");
+      }
+    }
+    base = { ...base, limitHits: limitHits(resolved, result, stats) };
+    return await judgeOutcome(base, context, resolved, result, stats, scoreFile);
+  } catch (error) {
+    return errorReport(base, faultFromError(error));
+  } finally {
+    if (cgroup !== undefined) {
+      const emptied = await cgroup.destroy().catch(() => false);
+      if (!emptied) cleanupFault = 'grader cgroup could not be emptied';
+    }
+    if (scoreMounted && root !== undefined && binaries !== undefined) {
+      const umount = resolveTrustedBinary('umount');
+      await runTrusted(umount, [path.join(root, 'score')]).catch(() =>
+        runTrusted(umount, ['-l', path.join(root!, 'score')]).catch(() => {
+          cleanupFault = 'score tmpfs could not be unmounted';
+        }),
+      );
+    }
+    if (root !== undefined && cleanupFault === undefined) await rm(root, { recursive: true, force: true }).catch(() => undefined);
+    if (identity !== undefined && cleanupFault === undefined) await identity.release().catch(() => undefined);
+  }
+}
+
+async function chownAndMode(file: string, owner: { uid: number; gid: number }, mode: number): Promise<void> {
+  await chown(file, owner.uid, owner.gid);
+  await chmod(file, mode);
+}
+
+function limitHits(resolved: Resolved, result: LaunchResult, stats: CgroupStats): LimitHit[] {
+  const hits: LimitHit[] = [];
+  const contract = resolved.isolation === 'sandbox' ? 'prevented' : 'detected_and_reaped';
+  if (result.timedOut) {
+    hits.push({
+      scope: 'grader',
+      limit: 'wall_time',
+      limitValue: resolved.timeoutMs,
+      observed: Math.round(result.durationMs),
+      enforcement: contract,
+      message: `grader ran past its ${resolved.timeoutMs} ms limit and was killed with its process tree`,
+    });
+  }
+  if (result.outputLimit !== null) {
+    hits.push({
+      scope: 'grader',
+      limit: 'output',
+      limitValue: resolved.outputBytes,
+      observed: result.outputLimit === 'stdout' ? result.stdoutBytes : result.stderrBytes,
+      enforcement: 'prevented',
+      message: `grader wrote more than ${resolved.outputBytes} bytes to ${result.outputLimit}`,
+    });
+  }
+  if (stats.oomKills > 0) {
+    hits.push({
+      scope: 'grader',
+      limit: 'memory',
+      limitValue: resolved.memoryBytes,
+      observed: stats.memoryPeakBytes,
+      enforcement: 'prevented',
+      message: `grader hit its ${resolved.memoryBytes}-byte memory limit (${stats.oomKills} OOM kill(s))`,
+    });
+  }
+  if (stats.pidsLimitHits > 0) {
+    hits.push({
+      scope: 'grader',
+      limit: 'pids',
+      limitValue: resolved.pids,
+      observed: null,
+      enforcement: 'prevented',
+      message: `grader hit its ${resolved.pids}-process limit (${stats.pidsLimitHits} refused fork(s))`,
+    });
+  }
+  return hits;
+}
+
+async function judgeOutcome(
+  base: ReportBase,
+  context: JudgeContext,
+  resolved: Resolved,
+  result: LaunchResult,
+  stats: CgroupStats,
+  scoreFile: string,
+): Promise<JudgeReport> {
+  if (!result.started) {
+    throw new GraderError('SETUP_FAILED', `the grader could not be started: ${escapeForDisplay(result.setupError ?? 'unknown')}`);
+  }
+  if (result.aborted) return errorReport(base, { code: 'ABORTED', message: 'grading was cancelled' });
+  const details = {
+    exitCode: result.exitCode,
+    signal: result.signal,
+    timedOut: result.timedOut,
+    stderrTail: escapeForDisplay(result.stderrTail, 8 * KiB),
+    stdoutTail: escapeForDisplay(result.stdoutTail, 8 * KiB),
+  };
+  if (result.timedOut) {
+    return failedReport(base, context, 'TIMEOUT', `grader ran past its ${resolved.timeoutMs} ms limit`, details);
+  }
+  if (result.outputLimit !== null) {
+    return failedReport(base, context, 'OUTPUT_LIMIT', `grader flooded ${result.outputLimit} past ${resolved.outputBytes} bytes`, details);
+  }
+  if (stats.oomKills > 0) {
+    return failedReport(base, context, 'MEMORY_LIMIT', `grader hit its ${resolved.memoryBytes}-byte memory limit`, details);
+  }
+  if (result.signal !== null) {
+    return failedReport(base, context, 'SIGNAL', `grader was killed by ${result.signal}`, details);
+  }
+  if (result.exitCode !== 0) {
+    const reason = stats.pidsLimitHits > 0 ? 'PIDS_LIMIT' : 'EXIT_CODE';
+    return failedReport(base, context, reason, `grader exited with code ${result.exitCode}`, details);
+  }
+  const parsed = await readScoreFile(scoreFile, resolved.score);
+  if (!parsed.ok) return failedReport(base, context, parsed.reason, parsed.message, details);
+  return scoredReport(base, parsed.score, parsed.metadata);
+}

@@ -1,0 +1,61 @@
+import { constants } from 'node:fs';
+import { chmod, chown, copyFile, lstat, mkdir, readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+
+export interface CopyTreeOptions {
+  /** Owner of every copy (files and directories). */
+  readonly uid: number;
+  /** Group of every copy: the grader's gid, so the grader reads but does not own them. */
+  readonly gid: number;
+  /** Mode of copied directories. */
+  readonly dirMode: number;
+  /** Mode of copied files. */
+  readonly fileMode: number;
+  /** Most entries copied before giving up. */
+  readonly maxEntries: number;
+}
+
+export type CopyTreeResult = { ok: true; entries: number; bytes: number } | { ok: false; message: string };
+
+/**
+ * Copy a trusted, root-owned tree (a custody directory, hidden data) into the grader's private
+ * directory, never following a link: entries are lstat'ed, only regular files and directories
+ * are copied, anything else is refused. Copies are created exclusively (COPYFILE_EXCL, mkdir)
+ * in a destination only root can write, then given the grader's group so it can read them but
+ * not change them.
+ */
+export async function copyTree(source: string, destination: string, options: CopyTreeOptions): Promise<CopyTreeResult> {
+  let entries = 0;
+  let bytes = 0;
+  const walk = async (from: string, to: string, depth: number): Promise<string | undefined> => {
+    if (depth > 64) return `${from}: nested deeper than 64`;
+    await mkdir(to, { mode: 0o700 });
+    const names = await readdir(from);
+    for (const name of names) {
+      entries += 1;
+      if (entries > options.maxEntries) return `more than ${options.maxEntries} entries`;
+      const src = path.join(from, name);
+      const dst = path.join(to, name);
+      const stats = await lstat(src);
+      if (stats.isDirectory()) {
+        const problem = await walk(src, dst, depth + 1);
+        if (problem !== undefined) return problem;
+      } else if (stats.isFile()) {
+        await copyFile(src, dst, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
+        await chown(dst, options.uid, options.gid);
+        await chmod(dst, options.fileMode);
+        bytes += stats.size;
+      } else {
+        return `${src} is not a regular file or directory`;
+      }
+    }
+    await chown(to, options.uid, options.gid);
+    await chmod(to, options.dirMode);
+    return undefined;
+  };
+  // The root itself may be reached through a link the task author made; nothing below it is followed.
+  const root = await stat(source);
+  if (!root.isDirectory()) return { ok: false, message: `${source} is not a directory` };
+  const problem = await walk(source, destination, 0);
+  return problem === undefined ? { ok: true, entries, bytes } : { ok: false, message: problem };
+}

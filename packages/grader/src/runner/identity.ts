@@ -1,0 +1,79 @@
+import { randomInt } from 'node:crypto';
+import { mkdir, readdir, readFile, rmdir } from 'node:fs/promises';
+import path from 'node:path';
+import { isErrno, toSystemError } from '@karotte/base';
+import { GraderError } from '../errors.js';
+
+/** A fresh, unshared numeric identity for one grader run. */
+export interface GraderIdentity {
+  readonly uid: number;
+  readonly gid: number;
+  /** Give the uid back. Call only after every process of the uid is confirmed gone. */
+  release(): Promise<void>;
+}
+
+export interface AllocateIdentityOptions {
+  /** Root-owned directory of lock entries, one per uid in use. */
+  readonly lockDir: string;
+  /** First uid of the range. */
+  readonly first: number;
+  /** Number of uids in the range. */
+  readonly count: number;
+}
+
+/** Default grader uid range: far above any system or human uid, below 2^32 - 2. */
+export const GRADER_UID_RANGE = Object.freeze({ first: 3_700_000_000, count: 100_000_000 });
+
+/** True when any process has `uid` as its real, effective, saved or filesystem uid. */
+async function uidInUse(uid: number): Promise<boolean> {
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let status: string;
+    try {
+      status = await readFile(`/proc/${name}/status`, 'utf8');
+    } catch {
+      continue;
+    }
+    const line = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
+    if (line !== null && line.slice(1).some((value) => Number(value) === uid)) return true;
+  }
+  return false;
+}
+
+/**
+ * Allocate a uid nobody uses: a random uid in the range whose lock entry `mkdir` creates
+ * exclusively (so two graders, even in two processes, never share one), with no live process.
+ * The uid has no passwd entry, no groups and no subuid range; its gid is the same number.
+ */
+export async function allocateGraderIdentity(options: AllocateIdentityOptions): Promise<GraderIdentity> {
+  try {
+    await mkdir(options.lockDir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new GraderError('SETUP_FAILED', `cannot create ${options.lockDir}: ${String(error)}`, { cause: error });
+  }
+  for (let attempt = 0; attempt < 32; attempt += 1) {
+    const uid = options.first + randomInt(options.count);
+    const lock = path.join(options.lockDir, String(uid));
+    try {
+      // mkdir is atomic: exactly one allocator wins a given uid.
+      await mkdir(lock, { mode: 0o700 });
+    } catch (error) {
+      if (isErrno(error, 'EEXIST')) continue;
+      throw toSystemError(error, `mkdir ${lock}`);
+    }
+    if (await uidInUse(uid)) {
+      await rmdir(lock).catch(() => undefined);
+      continue;
+    }
+    return {
+      uid,
+      gid: uid,
+      release: async () => {
+        await rmdir(lock).catch((error: unknown) => {
+          if (!isErrno(error, 'ENOENT')) throw toSystemError(error, `rmdir ${lock}`);
+        });
+      },
+    };
+  }
+  throw new GraderError('SETUP_FAILED', 'could not find a free grader uid in 32 attempts');
+}

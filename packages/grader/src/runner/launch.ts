@@ -1,0 +1,308 @@
+import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import type { GraderCgroup } from './cgroup.js';
+
+/** Trusted system binaries a sandboxed launch composes (each from resolveTrustedBinary). */
+export interface SandboxBinaries {
+  readonly sh: string;
+  readonly unshare: string;
+  readonly mount: string;
+  readonly prlimit: string;
+  readonly setpriv: string;
+}
+
+/** How to confine a launch: a fresh uid in its own namespaces and cgroup. */
+export interface SandboxSpec {
+  readonly uid: number;
+  readonly gid: number;
+  readonly cgroup: GraderCgroup;
+  /** Mount points to make read-only inside the grader's mount namespace. */
+  readonly readOnlyMounts: readonly string[];
+  /** World-writable scratch places that get a private tmpfs (`/tmp`, `/var/tmp`, `/dev/shm`). */
+  readonly tmpfsPaths: readonly string[];
+  /** Size of each private tmpfs (its pages are charged to the grader's memory cgroup). */
+  readonly tmpfsBytes: number;
+  /** The grader's HOME and working directory: a private tmpfs owned by the grader's uid. */
+  readonly home: string;
+  /** RLIMIT_NOFILE. */
+  readonly nofile: number;
+  readonly binaries: SandboxBinaries;
+}
+
+export interface LaunchOptions {
+  /** Absolute interpreter path, then its arguments. */
+  readonly argv: readonly [string, ...string[]];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  readonly timeoutMs: number;
+  /** Cap on each of stdout and stderr; past it the grader is killed. */
+  readonly outputBytes: number;
+  /** Bytes of each stream's tail kept for the report. */
+  readonly tailBytes: number;
+  readonly sandbox: SandboxSpec | null;
+  readonly abortSignal: AbortSignal;
+}
+
+export interface LaunchResult {
+  /** False when the launch failed before the grader program started (a host fault). */
+  readonly started: boolean;
+  /** What failed before the grader started. */
+  readonly setupError: string | null;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly timedOut: boolean;
+  readonly aborted: boolean;
+  readonly outputLimit: 'stdout' | 'stderr' | null;
+  readonly stdoutTail: Buffer;
+  readonly stderrTail: Buffer;
+  readonly stdoutBytes: number;
+  readonly stderrBytes: number;
+  /** From spawn to exit. */
+  readonly durationMs: number;
+  /** From the kill decision (timeout, output cap, abort) to the observed exit, or null. */
+  readonly killToExitMs: number | null;
+}
+
+/**
+ * The script run as pid 1 of the grader's namespaces, as root, before it becomes the grader.
+ * A constant: every variable datum arrives as a positional argument. Steps, in order:
+ *  1. join the grader's cgroups (`echo 0` moves the writer), so every later process is
+ *     limited and killable as a group;
+ *  2. make every mount read-only in this mount namespace only (per-mount flags are private
+ *     to the namespace), so the grader cannot write the host's disk;
+ *  3. mount private tmpfs over the world-writable scratch places and over HOME, so whatever
+ *     the grader writes is bounded by its memory limit and vanishes with the namespace;
+ *  4. report readiness on fd 3 and close it, so only setup failures (never the grader's)
+ *     can be mistaken for host faults;
+ *  5. exec the rest: prlimit, setpriv to the fresh uid with no privileges, the interpreter.
+ */
+const STAGE2 = [
+  'm=$1; shift',
+  'n=$1; shift',
+  'while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 125; shift; n=$((n-1)); done',
+  'n=$1; shift',
+  'while [ "$n" -gt 0 ]; do "$m" -o remount,bind,ro "$1" || exit 125; shift; n=$((n-1)); done',
+  'n=$1; size=$2; shift 2',
+  'while [ "$n" -gt 0 ]; do "$m" -t tmpfs -o "size=$size,mode=1777,nosuid,nodev" karotte-grader-tmp "$1" || exit 125; shift; n=$((n-1)); done',
+  'home=$1; uid=$2; gid=$3; shift 3',
+  '"$m" -t tmpfs -o "size=$size,mode=0700,uid=$uid,gid=$gid,nosuid,nodev" karotte-grader-home "$home" || exit 125',
+  'cd "$home" || exit 125',
+  'printf R >&3 || exit 125',
+  'exec 3>&-',
+  'exec "$@"',
+].join('\n');
+
+function sandboxArgv(options: LaunchOptions, sandbox: SandboxSpec): [string, string[]] {
+  const b = sandbox.binaries;
+  const args = [
+    '--pid',
+    '--fork',
+    '--kill-child',
+    '--mount-proc',
+    '--mount',
+    '--ipc',
+    '--uts',
+    '--net',
+    '--',
+    b.sh,
+    '-c',
+    STAGE2,
+    'karotte-grader-setup',
+    b.mount,
+    String(sandbox.cgroup.procsFiles.length),
+    ...sandbox.cgroup.procsFiles,
+    String(sandbox.readOnlyMounts.length),
+    ...sandbox.readOnlyMounts,
+    String(sandbox.tmpfsPaths.length),
+    String(sandbox.tmpfsBytes),
+    ...sandbox.tmpfsPaths,
+    sandbox.home,
+    String(sandbox.uid),
+    String(sandbox.gid),
+    b.prlimit,
+    '--core=0:0',
+    `--nofile=${sandbox.nofile}:${sandbox.nofile}`,
+    '--',
+    b.setpriv,
+    `--reuid=${sandbox.uid}`,
+    `--regid=${sandbox.gid}`,
+    '--clear-groups',
+    '--no-new-privs',
+    '--inh-caps=-all',
+    '--bounding-set=-all',
+    '--',
+    ...options.argv,
+  ];
+  return [b.unshare, args];
+}
+
+/** Keeps the last `size` bytes written to it. */
+class Tail {
+  private chunks: Buffer[] = [];
+  private length = 0;
+  constructor(private readonly size: number) {}
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+    while (this.length - this.chunks[0]!.length >= this.size) {
+      this.length -= this.chunks.shift()!.length;
+    }
+  }
+  bytes(): Buffer {
+    const all = Buffer.concat(this.chunks);
+    return all.subarray(Math.max(0, all.length - this.size));
+  }
+}
+
+/**
+ * Run a grader program once and report how it ended. Never throws for anything the program
+ * does; a spawn failure is `started: false`. On a timeout, an output overrun or an abort the
+ * whole process tree is killed at once (the cgroup in a sandbox, the process group otherwise)
+ * and the result is returned as soon as the direct child has exited.
+ */
+export function launch(options: LaunchOptions): Promise<LaunchResult> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const [file, args] =
+      options.sandbox === null ? [options.argv[0], options.argv.slice(1)] : sandboxArgv(options, options.sandbox);
+    const child = spawn(file, args, {
+      cwd: options.cwd,
+      env: options.env,
+      // fd 3 carries the setup's readiness byte in a sandbox.
+      stdio: ['ignore', 'pipe', 'pipe', options.sandbox === null ? 'ignore' : 'pipe'],
+      // A new process group: the process-level kill signals the whole group.
+      detached: true,
+    });
+    let ready = options.sandbox === null;
+    let spawnError: string | null = null;
+    let timedOut = false;
+    let aborted = false;
+    let outputLimit: 'stdout' | 'stderr' | null = null;
+    let killedAt: number | null = null;
+    const tails = { stdout: new Tail(options.tailBytes), stderr: new Tail(options.tailBytes) };
+    const counts = { stdout: 0, stderr: 0 };
+
+    const killTree = async (): Promise<void> => {
+      if (options.sandbox !== null) {
+        // The cgroup holds the namespace's init and every descendant: one atomic kill.
+        await options.sandbox.cgroup.killAll().catch(() => undefined);
+      }
+      const pid = child.pid;
+      if (pid !== undefined) {
+        try {
+          // Sandbox: the unshare parent (its --kill-child takes the init with it).
+          // Process level: the whole process group.
+          process.kill(options.sandbox === null ? -pid : pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    };
+    const stop = (why: 'timeout' | 'abort' | 'stdout' | 'stderr'): void => {
+      if (killedAt !== null) return;
+      killedAt = performance.now();
+      if (why === 'timeout') timedOut = true;
+      else if (why === 'abort') aborted = true;
+      else outputLimit = why;
+      void killTree();
+    };
+
+    const timer = setTimeout(() => stop('timeout'), options.timeoutMs);
+    const onAbort = (): void => stop('abort');
+    options.abortSignal.addEventListener('abort', onAbort, { once: true });
+    if (options.abortSignal.aborted) stop('abort');
+
+    const watch = (name: 'stdout' | 'stderr', stream: Readable | null): void => {
+      stream?.on('data', (chunk: Buffer) => {
+        counts[name] += chunk.length;
+        tails[name].push(chunk);
+        if (counts[name] > options.outputBytes) stop(name);
+      });
+      stream?.on('error', () => undefined);
+    };
+    watch('stdout', child.stdout);
+    watch('stderr', child.stderr);
+    const readiness = child.stdio[3] as Readable | null | undefined;
+    readiness?.on('data', (chunk: Buffer) => {
+      if (chunk.includes(0x52)) ready = true;
+    });
+    readiness?.on('error', () => undefined);
+
+    child.on('error', (error) => {
+      spawnError = error.message;
+    });
+    child.on('close', () => undefined);
+    child.on('exit', (code, signal) => {
+      const exitedAt = performance.now();
+      clearTimeout(timer);
+      options.abortSignal.removeEventListener('abort', onAbort);
+      // Give the pipes a moment to deliver what was written before the exit; a descendant
+      // that kept them open does not hold the verdict (the group is killed by the caller).
+      const finish = (): void => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        readiness?.destroy();
+        resolve({
+          started: ready,
+          setupError: ready ? null : (spawnError ?? tails.stderr.bytes().toString('utf8')),
+          exitCode: code,
+          signal,
+          timedOut,
+          aborted,
+          outputLimit,
+          stdoutTail: tails.stdout.bytes(),
+          stderrTail: tails.stderr.bytes(),
+          stdoutBytes: counts.stdout,
+          stderrBytes: counts.stderr,
+          durationMs: exitedAt - started,
+          killToExitMs: killedAt === null ? null : exitedAt - killedAt,
+        });
+      };
+      let pending = 2;
+      const done = (): void => {
+        pending -= 1;
+        if (pending === 0) {
+          clearTimeout(grace);
+          finish();
+        }
+      };
+      const grace = setTimeout(() => {
+        pending = -1;
+        finish();
+      }, 100);
+      for (const stream of [child.stdout, child.stderr]) {
+        if (stream === null || stream.readableEnded || stream.destroyed) done();
+        else {
+          let fired = false;
+          const once = (): void => {
+            if (fired) return;
+            fired = true;
+            done();
+          };
+          stream.once('end', once).once('close', once);
+        }
+      }
+    });
+    // A spawn failure (ENOENT, EACCES) emits 'error' without 'exit'.
+    child.once('error', () => {
+      if (child.pid !== undefined) return;
+      clearTimeout(timer);
+      options.abortSignal.removeEventListener('abort', onAbort);
+      resolve({
+        started: false,
+        setupError: spawnError,
+        exitCode: null,
+        signal: null,
+        timedOut,
+        aborted,
+        outputLimit,
+        stdoutTail: Buffer.alloc(0),
+        stderrTail: Buffer.alloc(0),
+        stdoutBytes: 0,
+        stderrBytes: 0,
+        durationMs: performance.now() - started,
+        killToExitMs: null,
+      });
+    });
+  });
+}

@@ -1,0 +1,36 @@
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { toSystemError } from '@karotte/base';
+
+/** Decode the octal escapes (`\040` for a space) of a /proc/self/mountinfo path field. */
+export function decodeMountPath(field: string): string {
+  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
+}
+
+/** Mount points of this process's mount namespace, in mount order. */
+export async function listMountPoints(mountinfoFile = '/proc/self/mountinfo'): Promise<string[]> {
+  const text = await readFile(mountinfoFile, 'utf8');
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    const fields = line.split(' ');
+    if (fields.length < 5) continue;
+    out.push(decodeMountPath(fields[4]!));
+  }
+  return out;
+}
+
+/** True when `child` is `parent` or below it (plain path prefix on `/` boundaries). */
+export function isWithin(child: string, parent: string): boolean {
+  if (parent === '/') return true;
+  return child === parent || child.startsWith(`${parent}/`);
+}
+
+/** Run a trusted binary with fixed argv, bounded in time; throws a SystemError on failure. */
+export function runTrusted(file: string, args: readonly string[], timeoutMs = 10_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: timeoutMs, killSignal: 'SIGKILL', env: {} }, (error, _stdout, stderr) => {
+      if (error === null) resolve();
+      else reject(toSystemError(Object.assign(error, { message: `${error.message} ${stderr}`.trim() }), `${file} ${args.join(' ')}`));
+    });
+  });
+}

@@ -1,0 +1,220 @@
+// IPC objects outlive the processes that made them: SysV shared memory, semaphores and
+// message queues, and POSIX message queues. Reclaimed by trusted binaries (no compiler, and
+// Node has no shmctl/mq_unlink).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { SystemError, isErrno, toSystemError } from '@karotte/base';
+
+/** A SysV IPC kind, as in /proc/sysvipc/<kind>. */
+export type SysvKind = 'shm' | 'sem' | 'msg';
+
+/** One SysV object from /proc/sysvipc. */
+export interface SysvObject {
+  readonly kind: SysvKind;
+  readonly id: number;
+  /** Creator uid: fixed at creation. The owner (`uid`) can be rewritten with IPC_SET. */
+  readonly cuid: number;
+  /** Current owner uid. */
+  readonly uid: number;
+  /** A shared-memory segment already removed but still attached somewhere (SHM_DEST). */
+  readonly pendingDestroy: boolean;
+}
+
+const ID_COLUMN: Record<SysvKind, string> = { shm: 'shmid', sem: 'semid', msg: 'msqid' };
+const SHM_DEST = 0o1000;
+
+/** Parse a /proc/sysvipc table by its header (columns differ between kernels). */
+export function parseSysvTable(kind: SysvKind, text: string): SysvObject[] {
+  const lines = text.split('\n');
+  const header = lines[0]?.trim().split(/\s+/) ?? [];
+  const idColumn = header.indexOf(ID_COLUMN[kind]);
+  const cuidColumn = header.indexOf('cuid');
+  const uidColumn = header.indexOf('uid');
+  const permsColumn = header.indexOf('perms');
+  if (idColumn < 0 || cuidColumn < 0 || uidColumn < 0 || permsColumn < 0) return [];
+  const out: SysvObject[] = [];
+  for (const line of lines.slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    const id = Number(fields[idColumn]);
+    const cuid = Number(fields[cuidColumn]);
+    const uid = Number(fields[uidColumn]);
+    const perms = Number.parseInt(fields[permsColumn] ?? '', 8);
+    if (!Number.isInteger(id) || !Number.isInteger(cuid) || !Number.isInteger(uid) || Number.isNaN(perms))
+      continue;
+    out.push({ kind, id, cuid, uid, pendingDestroy: kind === 'shm' && (perms & SHM_DEST) !== 0 });
+  }
+  return out;
+}
+
+/** SysV objects of every kind created by `uid`, in this process's IPC namespace. */
+export function listSysvByCreator(uid: number, procRoot = '/proc'): SysvObject[] {
+  const out: SysvObject[] = [];
+  for (const kind of ['shm', 'sem', 'msg'] as const) {
+    let text: string;
+    try {
+      text = readFileSync(`${procRoot}/sysvipc/${kind}`, 'latin1');
+    } catch (error) {
+      if (isErrno(error, 'ENOENT')) continue; // kernel without SysV IPC of this kind
+      throw toSystemError(error, `cannot read ${procRoot}/sysvipc/${kind}`);
+    }
+    for (const object of parseSysvTable(kind, text)) if (object.cuid === uid) out.push(object);
+  }
+  return out;
+}
+
+const IPCRM_FLAG: Record<SysvKind, string> = { shm: '-m', sem: '-s', msg: '-q' };
+const IDS_PER_CALL = 500;
+
+/** Result of one trusted command. */
+export interface CommandResult {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly stdout: Buffer;
+  readonly stderr: string;
+  readonly timedOut: boolean;
+}
+
+const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
+
+/** Run a trusted binary with an empty environment, bounded output and a bounded wait. */
+export function runCommand(argv: readonly string[], timeoutMs: number): Promise<CommandResult> {
+  const [file, ...args] = argv;
+  return new Promise((resolve, reject) => {
+    const child = spawn(file!, args, { env: {}, stdio: ['ignore', 'pipe', 'pipe'], cwd: '/' });
+    const out: Buffer[] = [];
+    let outBytes = 0;
+    let stderr = '';
+    let timedOut = false;
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (outBytes < MAX_OUTPUT_BYTES) {
+        out.push(chunk);
+        outBytes += chunk.length;
+      }
+    });
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      if (stderr.length < 8192) stderr += chunk;
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(toSystemError(error, `cannot run ${file}`));
+    });
+    child.on('close', (exitCode, signal) => {
+      clearTimeout(timer);
+      resolve({ exitCode, signal, stdout: Buffer.concat(out), stderr, timedOut });
+    });
+  });
+}
+
+/**
+ * Remove SysV objects with `ipcrm` by id (ids, never keys: a key names whatever holds it
+ * now). Failures are left for the caller's re-listing to report.
+ */
+export async function removeSysv(
+  ipcrm: string,
+  objects: readonly SysvObject[],
+  timeoutMs: number,
+): Promise<void> {
+  const pending = objects.filter((object) => !object.pendingDestroy);
+  for (let i = 0; i < pending.length; i += IDS_PER_CALL) {
+    const args = pending
+      .slice(i, i + IDS_PER_CALL)
+      .flatMap((object) => [IPCRM_FLAG[object.kind], String(object.id)]);
+    await runCommand([ipcrm, ...args], timeoutMs);
+  }
+}
+
+/** Binaries for the POSIX message-queue sweep. */
+export interface MqueueBinaries {
+  readonly unshare: string;
+  readonly sh: string;
+  readonly mount: string;
+  readonly find: string;
+}
+
+/**
+ * Constant script run inside a private mount namespace: mount a fresh mqueue filesystem
+ * (it shows every queue of this IPC namespace, whatever is mounted elsewhere), delete the
+ * queues owned by $2, then list what is left. NUL-separated; the separator holds a `/`,
+ * which no queue name can.
+ */
+export const MQUEUE_SCRIPT = [
+  '"$3" -t mqueue karotte-mqueue "$1" || exit 3',
+  'cd "$1" || exit 3',
+  '"$4" . -mindepth 1 -maxdepth 1 -uid "$2" -print0 -delete',
+  "printf '\\000karotte/left\\000'",
+  '"$4" . -mindepth 1 -maxdepth 1 -uid "$2" -print0',
+].join('\n');
+
+const LEFT_MARKER = Buffer.from('\0karotte/left\0', 'latin1');
+
+/** What the POSIX message-queue sweep removed and what is left, as raw names. */
+export interface MqueueSweep {
+  readonly removed: Buffer[];
+  readonly left: Buffer[];
+}
+
+function splitNames(bytes: Buffer): Buffer[] {
+  const names: Buffer[] = [];
+  let start = 0;
+  for (let i = 0; i < bytes.length; i += 1) {
+    if (bytes[i] === 0) {
+      if (i > start) names.push(bytes.subarray(start, i));
+      start = i + 1;
+    }
+  }
+  if (start < bytes.length) names.push(bytes.subarray(start));
+  return names.map((name) => (name[0] === 0x2e && name[1] === 0x2f ? name.subarray(2) : name));
+}
+
+/**
+ * Remove the POSIX message queues owned by `uid` in this IPC namespace. Needs root
+ * (a private mount namespace and an mqueue mount). The mount point is a fresh root-only
+ * directory; the mount lives only in the throwaway namespace.
+ */
+export async function sweepMqueues(
+  binaries: MqueueBinaries,
+  uid: number,
+  timeoutMs: number,
+): Promise<MqueueSweep> {
+  const mountPoint = mkdtempSync(path.join(os.tmpdir(), 'karotte-mqueue-'));
+  try {
+    const result = await runCommand(
+      [
+        binaries.unshare,
+        '--mount',
+        '--propagation',
+        'private',
+        '--',
+        binaries.sh,
+        '-c',
+        MQUEUE_SCRIPT,
+        'karotte-mqueue',
+        mountPoint,
+        String(uid),
+        binaries.mount,
+        binaries.find,
+      ],
+      timeoutMs,
+    );
+    const marker = result.stdout.indexOf(LEFT_MARKER);
+    if (result.timedOut || marker < 0) {
+      const why = result.timedOut
+        ? `timed out after ${timeoutMs} ms`
+        : `exit ${result.exitCode ?? result.signal ?? '?'}: ${result.stderr.trim()}`;
+      throw new SystemError(`cannot sweep POSIX message queues: ${why}`);
+    }
+    return {
+      removed: splitNames(result.stdout.subarray(0, marker)),
+      left: splitNames(result.stdout.subarray(marker + LEFT_MARKER.length)),
+    };
+  } finally {
+    rmdirSync(mountPoint);
+  }
+}

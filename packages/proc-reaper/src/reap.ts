@@ -1,0 +1,494 @@
+// reap(): kill everything of the student and PROVE it is gone.
+//
+// One pass, in this order, and why:
+//  1. group.killAll(): the cgroup kill is atomic with respect to fork (v2 cgroup.kill; v1
+//     freeze, SIGKILL every member, thaw). It takes the bulk at once.
+//  2. the init of the student's PID namespace: when a PID-namespace init dies the kernel kills
+//     every process in the namespace, and the init only finishes dying after they all have.
+//  3. a walk of /proc for the uid: student processes in a PID namespace other than ours (a
+//     nested `unshare --pid`) are killed here, which collapses their namespaces too.
+//  4. the in-cohort kill: a helper that has become the uid runs kill(-1, SIGKILL) repeatedly.
+//     The kernel signals every process of the uid under the tasklist lock and a process with
+//     SIGKILL pending cannot finish a fork, so fork-and-die relays that no snapshot ever sees
+//     are taken too. It is spawned by root from the harness's own cgroup, so a cohort that
+//     fills its pids.max cannot keep it from starting.
+//  5. a complete /proc sweep by real uid that kills whatever it still finds.
+// The pass proves emptiness only when the in-cohort kill ran in THIS pass and the complete
+// sweep after it found nothing (plus: the group has no live member, the namespace init is
+// dead). A clean sweep without a kill that ran before it proves nothing: a cohort that keeps
+// the helper from running (SIGSTOP, pid exhaustion) may just be between two relay hops.
+import { setTimeout as sleepFor } from 'node:timers/promises';
+import {
+  BadArgumentError,
+  KarotteError,
+  createMisbehavior,
+  escapeForDisplay,
+  parseOptions,
+  resolveTrustedBinary,
+} from '@karotte/base';
+import type { KillableGroup } from '@karotte/limits';
+import { z } from 'zod';
+import { ProcReaperError } from './errors.js';
+import { inCohortArgv, runHelper } from './in-cohort.js';
+import type { HelperOutcome } from './in-cohort.js';
+import { assertCanReap } from './privileges.js';
+import {
+  assertOwnProcfs,
+  isDeadState,
+  killPid,
+  readPidNamespace,
+  readStat,
+  readStatus,
+  walkUid,
+} from './procfs.js';
+import type { WalkResult } from './procfs.js';
+import type { ConfirmedReapRecord, RecordedProcess } from './record.js';
+
+const MAX_UID = 4_294_967_294;
+/** Re-walks of an incomplete kill sweep within one pass. */
+const MAX_WALKS_PER_PASS = 10;
+/** Processes listed in `swept` and `survivors`. */
+const MAX_LISTED = 64;
+
+function isKillableGroup(value: unknown): value is KillableGroup {
+  if (typeof value !== 'object' || value === null) return false;
+  const group = value as Partial<Record<keyof KillableGroup, unknown>>;
+  return (
+    typeof group.name === 'string' && typeof group.killAll === 'function' && typeof group.pids === 'function'
+  );
+}
+
+/**
+ * Whose processes to reap. At least one field. With `uid`, emptiness is proven by an
+ * in-cohort kill followed by a complete /proc sweep; with `group`, the group must also have
+ * no live member after its kill; with `pidNamespaceInitPid`, that init must be dead.
+ */
+export const reapTargetSchema = z
+  .object({
+    /** The student's uid (never 0). */
+    uid: z.number().int().min(0).max(MAX_UID).optional(),
+    /** The student's cgroup, from `@karotte/limits` (anything implementing `KillableGroup`). */
+    group: z
+      .custom<KillableGroup>(isKillableGroup, 'must implement KillableGroup: name, killAll(), pids()')
+      .optional(),
+    /** Pid (as seen from here) of the init of the student's PID namespace. */
+    pidNamespaceInitPid: z.number().int().min(2).max(4_194_304).optional(),
+  })
+  .strict()
+  .refine(
+    (target) =>
+      target.uid !== undefined || target.group !== undefined || target.pidNamespaceInitPid !== undefined,
+    {
+      error: 'name at least one of uid, group, pidNamespaceInitPid',
+    },
+  );
+
+/** Whose processes to reap. */
+export type ReapTarget = z.input<typeof reapTargetSchema>;
+
+/** Options of {@link reap}. */
+export const reapOptionsSchema = z
+  .object({
+    /**
+     * Give up after this long: the record then carries `UNREAPABLE` misbehavior.
+     * @default 30000
+     */
+    deadlineMs: z.number().int().positive().max(3_600_000).default(30_000),
+    /**
+     * Pause between two passes.
+     * @default 50
+     */
+    passIntervalMs: z.number().int().nonnegative().max(10_000).default(50),
+    /**
+     * Bound on one in-cohort helper run. The student can SIGSTOP the helper (same uid); past
+     * this bound root SIGKILLs it and the pass does not count.
+     * @default 2000
+     */
+    helperTimeoutMs: z.number().int().positive().max(60_000).default(2_000),
+    /**
+     * kill(-1, SIGKILL) rounds per helper run (stops early on ESRCH, which Linux returns only
+     * when the helper is alone in its PID namespace).
+     * @default 100
+     */
+    inCohortRounds: z.number().int().min(1).max(10_000).default(100),
+    /**
+     * Gid the helper takes (never 0).
+     * @default the target uid
+     */
+    gid: z.number().int().min(1).max(MAX_UID).optional(),
+    /** Cancels the reap: it throws `ProcReaperError` `ABORTED` (nothing is confirmed). */
+    abortSignal: z.instanceof(AbortSignal).optional(),
+  })
+  .strict();
+
+/** Options of {@link reap}. */
+export type ReapOptions = z.input<typeof reapOptionsSchema>;
+type ParsedOptions = z.output<typeof reapOptionsSchema>;
+
+/** What one look at the given PID-namespace init found. */
+export interface InitView {
+  readonly startTime: number;
+  /** Init (pid 1) of a PID namespace other than ours. */
+  readonly isForeignInit: boolean;
+  readonly dead: boolean;
+}
+
+/** Everything the reap loop touches, injectable so the loop's logic is unit-testable. */
+export interface ReapEngine {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+  walk(uid: number): WalkResult;
+  kill(pid: number): boolean;
+  pidNamespaceOf(pid: number): string | undefined;
+  readonly ownPidNamespace: string;
+  runInCohort(): Promise<HelperOutcome>;
+  inspectInit(pid: number): InitView | undefined;
+  liveGroupMembers(group: KillableGroup): Promise<number[]>;
+  checkAbort(): void;
+}
+
+/**
+ * Kill every process of the target and prove none is alive.
+ *
+ * Returns when a pass proves emptiness (`confirmedEmpty: true`), or at the deadline with
+ * `confirmedEmpty: false` and an `UNREAPABLE` misbehavior record (score 0). It never
+ * returns a silent success.
+ *
+ * @throws BadArgumentError for invalid options or target, and for uid 0 (kill(-1) as root
+ *   would take the host).
+ * @throws ProcReaperError `NOT_PRIVILEGED` when not root (or missing CAP_KILL, CAP_SETUID,
+ *   CAP_SETGID, or the uid is unmapped), at the first call, before anything is killed;
+ *   `HELPER_UNAVAILABLE` when the in-cohort helper cannot run on this host; `ABORTED`.
+ */
+export async function reap(target: ReapTarget, options: ReapOptions = {}): Promise<ConfirmedReapRecord> {
+  const parsedTarget = parseOptions(reapTargetSchema, target, 'reap target');
+  const parsed = parseOptions(reapOptionsSchema, options, 'reap options');
+  const { uid, group, pidNamespaceInitPid } = parsedTarget;
+  if (uid === 0) {
+    throw new BadArgumentError('refusing to reap uid 0: kill(-1) as root would kill the whole host', {
+      field: 'uid',
+    });
+  }
+  if (pidNamespaceInitPid === process.pid) {
+    throw new BadArgumentError('pidNamespaceInitPid is this process', { field: 'pidNamespaceInitPid' });
+  }
+  const gid = parsed.gid ?? uid;
+  assertCanReap(uid, uid === undefined ? undefined : gid);
+  assertOwnProcfs();
+  const binaries = { setpriv: resolveTrustedBinary('setpriv'), sh: resolveTrustedBinary('sh') };
+  const ownPidNamespace = readPidNamespace('self');
+  if (ownPidNamespace === undefined) {
+    throw new ProcReaperError('PROC_UNAVAILABLE', 'cannot read /proc/self/ns/pid');
+  }
+  const abortSignal = parsed.abortSignal;
+  const helperArgv =
+    uid === undefined ? undefined : inCohortArgv(binaries, uid, gid ?? uid, parsed.inCohortRounds);
+  const engine: ReapEngine = {
+    now: () => Date.now(),
+    sleep: async (ms) => {
+      await sleepFor(ms, undefined, abortSignal === undefined ? {} : { signal: abortSignal }).catch(() => {
+        // Aborted: checkAbort() right after turns it into ABORTED.
+      });
+    },
+    walk: (forUid) => walkUid(forUid),
+    kill: killPid,
+    pidNamespaceOf: (pid) => readPidNamespace(pid),
+    ownPidNamespace,
+    runInCohort: () => runHelper(helperArgv!, parsed.helperTimeoutMs),
+    inspectInit: (pid) => inspectInit(pid, ownPidNamespace),
+    liveGroupMembers: async (killable) => (await killable.pids()).filter((pid) => isAlive(pid)),
+    checkAbort: () => {
+      if (abortSignal?.aborted) {
+        throw new ProcReaperError('ABORTED', 'reap was aborted; nothing is confirmed', {
+          cause: abortSignal.reason,
+        });
+      }
+    },
+  };
+  return runReap({ uid, group, pidNamespaceInitPid }, parsed, engine);
+}
+
+function isAlive(pid: number): boolean {
+  const status = readStatus(pid);
+  return status !== undefined && !isDeadState(status.state);
+}
+
+function inspectInit(pid: number, ownPidNamespace: string): InitView | undefined {
+  const status = readStatus(pid);
+  const stat = readStat(pid);
+  if (status === undefined || stat === undefined) return undefined;
+  const namespace = readPidNamespace(pid);
+  if (namespace === undefined) return undefined;
+  return {
+    startTime: stat.startTime,
+    isForeignInit: status.nsPids.length >= 2 && status.nsPids.at(-1) === 1 && namespace !== ownPidNamespace,
+    dead: isDeadState(status.state),
+  };
+}
+
+interface ResolvedTarget {
+  readonly uid: number | undefined;
+  readonly group: KillableGroup | undefined;
+  readonly pidNamespaceInitPid: number | undefined;
+}
+
+const TRANSIENT_HELPER_FAILURE = /Resource temporarily unavailable|Cannot allocate memory/;
+
+/** The reap loop, against an engine. Exported for unit tests of its logic. */
+export async function runReap(
+  target: ResolvedTarget,
+  options: Pick<ParsedOptions, 'deadlineMs' | 'passIntervalMs'>,
+  engine: ReapEngine,
+): Promise<ConfirmedReapRecord> {
+  const { uid, group, pidNamespaceInitPid: initPid } = target;
+  const start = engine.now();
+  const deadline = start + options.deadlineMs;
+  const killed = { cgroup: 0, pidns: 0, inCohort: 0, sweep: 0 };
+  const inCohort = { runs: 0, confirmed: 0, timedOut: 0, signalled: 0, failed: 0, rounds: 0 };
+  const swept: RecordedProcess[] = [];
+  const problems = new Set<string>();
+  let incompleteWalks = 0;
+  let passes = 0;
+  let initIdentity: number | undefined;
+  let initGone = initPid === undefined;
+  let lastWalk: WalkResult | undefined;
+  let lastGroupLive: number[] = [];
+  const note = (problem: string): void => {
+    if (problems.size < 32) problems.add(problem);
+  };
+
+  const killInit = (): void => {
+    if (initPid === undefined || initGone) return;
+    const view = engine.inspectInit(initPid);
+    if (view === undefined || view.dead) {
+      initGone = true;
+      return;
+    }
+    if (initIdentity === undefined) {
+      if (!view.isForeignInit) {
+        // Not (or no longer) a namespace init: the namespace is gone and the pid was reused,
+        // or the caller named the wrong pid. Either way it is not ours to kill.
+        note(`pid ${initPid} is not the init of another PID namespace; it was not killed`);
+        initGone = true;
+        return;
+      }
+      initIdentity = view.startTime;
+    } else if (view.startTime !== initIdentity) {
+      initGone = true; // the init died and its pid was reused
+      return;
+    }
+    if (engine.kill(initPid)) killed.pidns += 1;
+  };
+
+  const recheckInit = (): void => {
+    if (initPid === undefined || initGone) return;
+    const view = engine.inspectInit(initPid);
+    if (view === undefined || view.dead || view.startTime !== initIdentity) initGone = true;
+  };
+
+  const killGroup = async (): Promise<void> => {
+    if (group === undefined) return;
+    try {
+      killed.cgroup += (await group.killAll()).signalled;
+    } catch (error) {
+      note(`group ${group.name}: kill failed: ${errorText(error)}`);
+    }
+  };
+
+  const killSweep = (forUid: number): WalkResult => {
+    let walk = engine.walk(forUid);
+    for (let attempt = 1; !walk.complete && attempt < MAX_WALKS_PER_PASS; attempt += 1) {
+      incompleteWalks += 1;
+      note(walk.problem ?? 'incomplete /proc walk');
+      walk = engine.walk(forUid);
+    }
+    if (!walk.complete) {
+      incompleteWalks += 1;
+      note(walk.problem ?? 'incomplete /proc walk');
+    }
+    for (const proc of walk.alive) {
+      if (engine.kill(proc.pid)) {
+        killed.sweep += 1;
+        if (swept.length < MAX_LISTED) swept.push({ pid: proc.pid, name: escapeForDisplay(proc.name, 64) });
+      }
+    }
+    return walk;
+  };
+
+  const runInCohort = async (): Promise<boolean> => {
+    inCohort.runs += 1;
+    const outcome = await engine.runInCohort();
+    switch (outcome.status) {
+      case 'confirmed':
+        inCohort.confirmed += 1;
+        inCohort.rounds += outcome.rounds;
+        return true;
+      case 'timed_out':
+        inCohort.timedOut += 1;
+        return false;
+      case 'signalled':
+        inCohort.signalled += 1;
+        return false;
+      case 'failed':
+        inCohort.failed += 1;
+        // A failure with an exit status is the host's, not the student's (a student can only
+        // stop or kill the helper, or exhaust pids/memory, which shows as EAGAIN/ENOMEM).
+        if (!TRANSIENT_HELPER_FAILURE.test(outcome.stderr)) {
+          throw new ProcReaperError(
+            'HELPER_UNAVAILABLE',
+            `the in-cohort helper cannot run on this host (exit ${outcome.exitCode}): ${escapeForDisplay(outcome.stderr.trim(), 300)}`,
+          );
+        }
+        note(`in-cohort helper failed: ${escapeForDisplay(outcome.stderr.trim(), 200)}`);
+        return false;
+      case 'spawn_failed':
+        inCohort.failed += 1;
+        if (outcome.errno !== 'EAGAIN' && outcome.errno !== 'ENOMEM') {
+          throw new ProcReaperError(
+            'HELPER_UNAVAILABLE',
+            `cannot start the in-cohort helper: ${outcome.message}`,
+          );
+        }
+        note(`cannot start the in-cohort helper: ${outcome.errno}`);
+        return false;
+    }
+  };
+
+  for (;;) {
+    engine.checkAbort();
+    passes += 1;
+    await killGroup();
+    killInit();
+    let helperRan = false;
+    let sweepClean = true;
+    if (uid !== undefined) {
+      const before = engine.walk(uid);
+      if (!before.complete) {
+        incompleteWalks += 1;
+        note(before.problem ?? 'incomplete /proc walk');
+      }
+      const seen = new Set<number>();
+      for (const proc of before.alive) {
+        const namespace = engine.pidNamespaceOf(proc.pid);
+        if (namespace !== undefined && namespace !== engine.ownPidNamespace) {
+          if (engine.kill(proc.pid)) killed.pidns += 1;
+        } else {
+          seen.add(proc.pid);
+        }
+      }
+      engine.checkAbort();
+      helperRan = await runInCohort();
+      const after = killSweep(uid);
+      lastWalk = after;
+      if (helperRan) {
+        const stillAlive = new Set(after.alive.map((proc) => proc.pid));
+        for (const pid of seen) if (!stillAlive.has(pid)) killed.inCohort += 1;
+      }
+      sweepClean = after.complete && after.alive.length === 0;
+    }
+    let groupEmpty = true;
+    if (group !== undefined) {
+      try {
+        lastGroupLive = await engine.liveGroupMembers(group);
+        groupEmpty = lastGroupLive.length === 0;
+      } catch (error) {
+        note(`group ${group.name}: cannot list members: ${errorText(error)}`);
+        groupEmpty = false;
+      }
+    }
+    recheckInit();
+    const proven = (uid === undefined || (helperRan && sweepClean)) && groupEmpty && initGone;
+    const now = engine.now();
+    if (proven) {
+      return {
+        tier: 'confirmed',
+        target: describeTarget(target),
+        confirmedEmpty: true,
+        killed,
+        passes,
+        inCohort,
+        incompleteWalks,
+        swept,
+        startedAt: new Date(start).toISOString(),
+        confirmedAt: new Date(now).toISOString(),
+        durationMs: now - start,
+        survivors: [],
+        problems: [...problems],
+        misbehavior: [],
+      };
+    }
+    if (now >= deadline) break;
+    await engine.sleep(Math.min(options.passIntervalMs, deadline - now));
+  }
+
+  // Deadline: one last kill of everything visible, then report what is still alive.
+  await killGroup();
+  killInit();
+  const survivors: RecordedProcess[] = [];
+  if (uid !== undefined) {
+    const last = killSweep(uid);
+    lastWalk = last;
+    for (const proc of last.alive) {
+      if (survivors.length < MAX_LISTED)
+        survivors.push({ pid: proc.pid, name: escapeForDisplay(proc.name, 64) });
+    }
+  }
+  for (const pid of lastGroupLive) {
+    if (survivors.length < MAX_LISTED && !survivors.some((s) => s.pid === pid))
+      survivors.push({ pid, name: '' });
+  }
+  const end = engine.now();
+  const reasons: string[] = [];
+  const who = uid === undefined ? 'the target' : `uid ${uid}`;
+  if (uid !== undefined && inCohort.confirmed === 0) {
+    reasons.push(
+      `the in-cohort kill never ran (${inCohort.runs} attempts: ${inCohort.timedOut} timed out, ` +
+        `${inCohort.signalled} killed by a signal, ${inCohort.failed} failed), so a clean sweep proves nothing`,
+    );
+  }
+  if (survivors.length > 0) {
+    reasons.push(
+      `processes were still alive: ${survivors
+        .slice(0, 8)
+        .map((s) => (s.name === '' ? String(s.pid) : `${s.pid} (${s.name})`))
+        .join(', ')}`,
+    );
+  }
+  if (lastWalk !== undefined && !lastWalk.complete) reasons.push('/proc could not be walked completely');
+  if (!initGone) reasons.push(`the PID-namespace init ${initPid} was still alive`);
+  if (reasons.length === 0) reasons.push('no pass proved that nothing was alive');
+  return {
+    tier: 'confirmed',
+    target: describeTarget(target),
+    confirmedEmpty: false,
+    killed,
+    passes,
+    inCohort,
+    incompleteWalks,
+    swept,
+    startedAt: new Date(start).toISOString(),
+    confirmedAt: null,
+    durationMs: end - start,
+    survivors,
+    problems: [...problems],
+    misbehavior: [
+      createMisbehavior(
+        'UNREAPABLE',
+        `Failed to reap every process of ${who} within ${options.deadlineMs} ms: ${reasons.join('; ')}`,
+      ),
+    ],
+  };
+}
+
+function describeTarget(target: ResolvedTarget): ConfirmedReapRecord['target'] {
+  return {
+    uid: target.uid ?? null,
+    group: target.group?.name ?? null,
+    pidNamespaceInitPid: target.pidNamespaceInitPid ?? null,
+  };
+}
+
+function errorText(error: unknown): string {
+  if (KarotteError.isInstance(error)) return `${error.code}: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,265 @@
+// reclaimLeftovers(): after reap(), remove what outlives processes. SysV objects by CREATOR
+// (the owner can be rewritten with IPC_SET, the creator cannot), POSIX message queues by
+// owner, RAM-backed files of the uid in tmpfs/ramfs mounts (through file-guard's link-safe
+// reclaim), then list again: whatever is still there is reported, never ignored.
+import { readFileSync } from 'node:fs';
+import type { MisbehaviorRecord } from '@karotte/base';
+import {
+  BadArgumentError,
+  createMisbehavior,
+  escapeForDisplay,
+  misbehaviorRecordSchema,
+  parseOptions,
+  resolveTrustedBinary,
+} from '@karotte/base';
+import { reclaim as reclaimFiles } from '@karotte/file-guard';
+import { z } from 'zod';
+import { ProcReaperError } from './errors.js';
+import { listSysvByCreator, removeSysv, sweepMqueues } from './ipc.js';
+
+const count = z.number().int().nonnegative();
+const absolutePath = z.string().refine((value) => value.startsWith('/') && !value.includes('\0'), {
+  error: 'must be an absolute path',
+});
+
+/** Options of {@link reclaimLeftovers}. */
+export const reclaimLeftoversOptionsSchema = z
+  .object({
+    /**
+     * Remove SysV shared memory, semaphores and message queues created by the uid.
+     * @default true
+     */
+    sysv: z.boolean().default(true),
+    /**
+     * Remove POSIX message queues owned by the uid (through a private mqueue mount).
+     * @default true
+     */
+    posixMqueues: z.boolean().default(true),
+    /**
+     * Remove files of the uid in RAM-backed filesystems (tmpfs, ramfs) with file-guard's
+     * `reclaim()`.
+     * @default true
+     */
+    ramFiles: z.boolean().default(true),
+    /**
+     * Roots swept for RAM-backed files.
+     * @default every read-write tmpfs and ramfs mount point in /proc/self/mountinfo
+     */
+    ramFileRoots: z.array(absolutePath).optional(),
+    /**
+     * Subtrees the file sweep keeps (passed to file-guard).
+     * @default []
+     */
+    exclude: z.array(absolutePath).default([]),
+    /**
+     * Allow a uid below 1000 (system accounts); uid 0 is always refused.
+     * @default false
+     */
+    allowSystemUid: z.boolean().default(false),
+    /**
+     * Bound on each step (each trusted command, the file sweep).
+     * @default 60000
+     */
+    timeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
+    /** Cancels between steps: throws `ProcReaperError` `ABORTED`. */
+    abortSignal: z.instanceof(AbortSignal).optional(),
+  })
+  .strict();
+
+/** Options of {@link reclaimLeftovers}. */
+export type ReclaimLeftoversOptions = z.input<typeof reclaimLeftoversOptionsSchema>;
+
+const sysvLeftSchema = z.object({ kind: z.enum(['shm', 'sem', 'msg']), id: count, owner: count }).strict();
+
+/** Record of a {@link reclaimLeftovers}: JSON-serialisable, for the verdict. */
+export const reclaimRecordSchema = z
+  .object({
+    uid: z.number().int().positive(),
+    /** null when the step was switched off. */
+    sysv: z
+      .object({
+        removed: z.object({ shm: count, sem: count, msg: count }).strict(),
+        /** Removed segments still attached by some process: freed at its last detach. */
+        pendingDestroy: count,
+        left: z.array(sysvLeftSchema),
+      })
+      .strict()
+      .nullable(),
+    posixMqueues: z
+      .object({
+        /** Escaped queue names (first 64). */
+        removed: z.array(z.string()),
+        removedCount: count,
+        left: z.array(z.string()),
+      })
+      .strict()
+      .nullable(),
+    ramFiles: z
+      .object({
+        roots: z.array(z.string()),
+        removed: count,
+        failed: count,
+        timedOut: z.boolean(),
+        complete: z.boolean(),
+      })
+      .strict()
+      .nullable(),
+    /** Every step that ran left nothing of the uid behind. */
+    complete: z.boolean(),
+    durationMs: z.number().nonnegative(),
+    /** `UNRECLAIMABLE` when something is left. */
+    misbehavior: z.array(misbehaviorRecordSchema),
+  })
+  .strict();
+
+/** Record of a {@link reclaimLeftovers}. */
+export type ReclaimRecord = z.infer<typeof reclaimRecordSchema>;
+
+const RAM_FS_TYPES = new Set(['tmpfs', 'ramfs']);
+const MAX_LISTED = 64;
+
+/** Decode the octal escapes (`\040`) of a mountinfo path. */
+function unescapeMountPath(field: string): string {
+  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
+}
+
+/** Read-write tmpfs and ramfs mount points in a mountinfo text, deduplicated, in order. */
+export function ramMountPoints(mountinfo: string): string[] {
+  const out: string[] = [];
+  for (const line of mountinfo.split('\n')) {
+    const dash = line.indexOf(' - ');
+    if (dash < 0) continue;
+    const before = line.slice(0, dash).split(' ');
+    const after = line.slice(dash + 3).split(' ');
+    const mountPoint = before[4];
+    const mountOptions = before[5]?.split(',') ?? [];
+    const fsType = after[0];
+    if (mountPoint === undefined || fsType === undefined || !RAM_FS_TYPES.has(fsType)) continue;
+    if (mountOptions.includes('ro')) continue;
+    const decoded = unescapeMountPath(mountPoint);
+    if (!out.includes(decoded)) out.push(decoded);
+  }
+  return out;
+}
+
+/**
+ * Remove what the uid's processes left behind that outlives them: SysV shared memory,
+ * semaphores and message queues it created, POSIX message queues it owns, and its files in
+ * RAM-backed filesystems. Run it after {@link reap} confirmed emptiness (a live process could
+ * create new objects while it runs). Only objects visible from this process's IPC and mount
+ * namespaces are seen; a private IPC namespace of the sandbox dies with its last process.
+ *
+ * @throws BadArgumentError for uid 0, a system uid without `allowSystemUid`, or bad options.
+ * @throws ProcReaperError `NOT_PRIVILEGED` when not root; `ABORTED`.
+ * @throws SystemError when a trusted binary is missing or a sweep cannot run at all.
+ */
+export async function reclaimLeftovers(
+  uid: number,
+  options: ReclaimLeftoversOptions = {},
+): Promise<ReclaimRecord> {
+  const parsed = parseOptions(reclaimLeftoversOptionsSchema, options, 'reclaim options');
+  if (!Number.isInteger(uid) || uid < 0 || uid > 4_294_967_294) {
+    throw new BadArgumentError(`uid must be an integer uid, got ${String(uid)}`, { field: 'uid' });
+  }
+  if (uid === 0) throw new BadArgumentError('refusing to reclaim what uid 0 owns', { field: 'uid' });
+  if (uid < 1000 && !parsed.allowSystemUid) {
+    throw new BadArgumentError(`refusing to reclaim what system uid ${uid} owns without allowSystemUid`, {
+      field: 'uid',
+    });
+  }
+  if (process.geteuid?.() !== 0) {
+    throw new ProcReaperError('NOT_PRIVILEGED', 'reclaimLeftovers() needs root');
+  }
+  const checkAbort = (): void => {
+    if (parsed.abortSignal?.aborted) {
+      throw new ProcReaperError('ABORTED', 'reclaim was aborted', { cause: parsed.abortSignal.reason });
+    }
+  };
+  const start = Date.now();
+  const reasons: string[] = [];
+
+  let sysv: ReclaimRecord['sysv'] = null;
+  if (parsed.sysv) {
+    checkAbort();
+    const ipcrm = resolveTrustedBinary('ipcrm');
+    const found = listSysvByCreator(uid);
+    await removeSysv(ipcrm, found, parsed.timeoutMs);
+    const after = listSysvByCreator(uid);
+    const left = after.filter((object) => !object.pendingDestroy);
+    const stillThere = new Set(left.map((object) => `${object.kind}:${object.id}`));
+    const removed = { shm: 0, sem: 0, msg: 0 };
+    for (const object of found) if (!stillThere.has(`${object.kind}:${object.id}`)) removed[object.kind] += 1;
+    sysv = {
+      removed,
+      pendingDestroy: after.length - left.length,
+      left: left
+        .slice(0, MAX_LISTED)
+        .map((object) => ({ kind: object.kind, id: object.id, owner: object.uid })),
+    };
+    if (left.length > 0)
+      reasons.push(`${left.length} SysV IPC object(s) created by uid ${uid} could not be removed`);
+  }
+
+  let posixMqueues: ReclaimRecord['posixMqueues'] = null;
+  if (parsed.posixMqueues) {
+    checkAbort();
+    const swept = await sweepMqueues(
+      {
+        unshare: resolveTrustedBinary('unshare'),
+        sh: resolveTrustedBinary('sh'),
+        mount: resolveTrustedBinary('mount'),
+        find: resolveTrustedBinary('find'),
+      },
+      uid,
+      parsed.timeoutMs,
+    );
+    posixMqueues = {
+      removed: swept.removed.slice(0, MAX_LISTED).map((name) => escapeForDisplay(name, 255)),
+      removedCount: swept.removed.length,
+      left: swept.left.slice(0, MAX_LISTED).map((name) => escapeForDisplay(name, 255)),
+    };
+    if (swept.left.length > 0)
+      reasons.push(`${swept.left.length} POSIX message queue(s) of uid ${uid} are left`);
+  }
+
+  let ramFiles: ReclaimRecord['ramFiles'] = null;
+  if (parsed.ramFiles) {
+    checkAbort();
+    const roots = parsed.ramFileRoots ?? ramMountPoints(readFileSync('/proc/self/mountinfo', 'utf8'));
+    if (roots.length === 0) {
+      ramFiles = { roots: [], removed: 0, failed: 0, timedOut: false, complete: true };
+    } else {
+      const result = await reclaimFiles(uid, {
+        roots,
+        exclude: parsed.exclude,
+        allowSystemUid: parsed.allowSystemUid,
+        timeoutMs: parsed.timeoutMs,
+        ...(parsed.abortSignal === undefined ? {} : { abortSignal: parsed.abortSignal }),
+      });
+      ramFiles = {
+        roots: roots.map((root) => escapeForDisplay(root)),
+        removed: result.removed,
+        failed: result.failedCount,
+        timedOut: result.timedOut,
+        complete: result.complete,
+      };
+      if (!result.complete) {
+        reasons.push(
+          result.misbehavior?.message ?? `RAM-backed files of uid ${uid} could not all be removed`,
+        );
+      }
+    }
+  }
+
+  const misbehavior: MisbehaviorRecord[] =
+    reasons.length === 0 ? [] : [createMisbehavior('UNRECLAIMABLE', reasons.join('; '))];
+  return {
+    uid,
+    sysv,
+    posixMqueues,
+    ramFiles,
+    complete: reasons.length === 0,
+    durationMs: Date.now() - start,
+    misbehavior,
+  };
+}

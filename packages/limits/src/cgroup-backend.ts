@@ -1,0 +1,480 @@
+// The two cgroup backends. Each creates one episode group, writes every limit and reads it
+// back (a write that did not take fails closed), reads the limit-hit counters, and kills
+// every member atomically with respect to fork.
+import path from 'node:path';
+import { isErrno } from '@karotte/base';
+import type { CgroupHierarchy } from './cgroup-detect.js';
+import type { CgroupIo } from './cgroup-io.js';
+import {
+  acceptRoundedBytes,
+  readKeyed,
+  readNumber,
+  readPidsRecursive,
+  rmdirRecursive,
+  writeChecked,
+} from './cgroup-io.js';
+import { LimitsError } from './errors.js';
+import type { GroupKillResult } from './group-types.js';
+import { killPid, swapActive } from './proc.js';
+
+/** What a backend was asked to apply. */
+export interface WantedLimits {
+  readonly memoryBytes: number;
+  readonly pidsMax: number;
+  /** Requested CPU weight; `explicit` says whether its absence must fail. */
+  readonly cpuWeight: number;
+  readonly cpuWeightExplicit: boolean;
+}
+
+/** What was read back after writing. */
+export interface AppliedLimits {
+  readonly memoryBytes: number;
+  readonly pidsMax: number;
+  /** Null when the cpu controller is not available (then `cpuNote` says why). */
+  readonly cpuWeight: number | null;
+  readonly swap: 'limited_to_zero' | 'memsw_equals_memory' | 'swappiness_zero' | 'no_swap_on_host';
+}
+
+/** Raw counters of a group (cumulative since the group was created). */
+export interface GroupCounters {
+  readonly oomKills: number;
+  readonly memoryMaxHits: number;
+  readonly pidsMaxHits: number;
+  readonly memoryBytes: number;
+  readonly memoryPeakBytes: number | null;
+  readonly pids: number;
+  readonly pidsPeak: number | null;
+}
+
+/** One created group, version-independent. */
+export interface CgroupBackend {
+  readonly version: 1 | 2;
+  /** Every directory created, one per hierarchy (v1) or one (v2). */
+  readonly dirs: readonly string[];
+  /** The cgroup.procs files a launched process writes its pid to. */
+  readonly procsFiles: readonly string[];
+  readonly applied: AppliedLimits;
+  /** Why the CPU weight is not applied, when it is not. */
+  readonly cpuNote: string | null;
+  counters(): GroupCounters;
+}
+
+/** Parent directories of the groups (for naming checks and recovery). */
+export function groupDirs(hierarchy: CgroupHierarchy, name: string): string[] {
+  if (hierarchy.version === 2) return [path.join(hierarchy.base, name)];
+  const bases = [hierarchy.memory, hierarchy.pids, hierarchy.freezer, hierarchy.cpu].filter(
+    (base): base is string => base !== null,
+  );
+  // Co-mounted controllers (cpu,cpuacct; or memory,pids on some hosts) share one directory.
+  return [...new Set(bases.map((base) => path.join(base, name)))];
+}
+
+function makeDirs(io: CgroupIo, dirs: readonly string[]): void {
+  const made: string[] = [];
+  try {
+    for (const dir of dirs) {
+      io.mkdir(dir);
+      made.push(dir);
+    }
+  } catch (error) {
+    for (const dir of made.reverse()) {
+      try {
+        io.rmdir(dir);
+      } catch {
+        // best effort rollback
+      }
+    }
+    if (isErrno(error, 'EEXIST')) {
+      throw new LimitsError('GROUP_EXISTS', `a cgroup named ${path.basename(dirs[0] ?? '')} already exists`, {
+        path: dirs[made.length] ?? '',
+        cause: error,
+      });
+    }
+    throw new LimitsError(
+      'CGROUPS_UNAVAILABLE',
+      `cannot create cgroup ${dirs[made.length] ?? ''}: ${isErrno(error) ? error.code : String(error)}`,
+      { path: dirs[made.length] ?? '', cause: error },
+    );
+  }
+}
+
+/** Remove the created directories after a failed setup, then rethrow. */
+function rollback(io: CgroupIo, dirs: readonly string[], error: unknown): never {
+  for (const dir of dirs) {
+    try {
+      rmdirRecursive(io, dir);
+    } catch {
+      // best effort: the owner record stays and recovery retries
+    }
+  }
+  throw error;
+}
+
+/** Map a CPU weight (1–10000, 100 = default) to v1 cpu.shares (2–262144, 1024 = default). */
+export function weightToShares(weight: number): number {
+  return Math.min(262_144, Math.max(2, Math.round((weight * 1024) / 100)));
+}
+
+/** Create a v1 group in every hierarchy and apply the limits. */
+export function createV1(
+  io: CgroupIo,
+  hierarchy: Extract<CgroupHierarchy, { version: 1 }>,
+  name: string,
+  wanted: WantedLimits,
+): CgroupBackend {
+  const dirs = groupDirs(hierarchy, name);
+  const memoryDir = path.join(hierarchy.memory, name);
+  const pidsDir = path.join(hierarchy.pids, name);
+  const cpuDir = hierarchy.cpu === null ? null : path.join(hierarchy.cpu, name);
+  if (wanted.cpuWeightExplicit && cpuDir === null) {
+    throw new LimitsError(
+      'CGROUPS_UNAVAILABLE',
+      'cpuWeight was asked for but the v1 cpu controller is not mounted',
+    );
+  }
+  makeDirs(io, dirs);
+  try {
+    // The memory limit first, then memsw (which must stay >= the memory limit).
+    const memory = Number(
+      writeChecked(
+        io,
+        `${memoryDir}/memory.limit_in_bytes`,
+        String(wanted.memoryBytes),
+        acceptRoundedBytes(wanted.memoryBytes),
+      ),
+    );
+    let swap: AppliedLimits['swap'];
+    if (io.exists(`${memoryDir}/memory.memsw.limit_in_bytes`)) {
+      writeChecked(io, `${memoryDir}/memory.memsw.limit_in_bytes`, String(memory));
+      swap = 'memsw_equals_memory';
+    } else if (swapActive()) {
+      // Without memsw accounting the group could page out instead of hitting its limit.
+      writeChecked(io, `${memoryDir}/memory.swappiness`, '0');
+      swap = 'swappiness_zero';
+    } else {
+      swap = 'no_swap_on_host';
+    }
+    const oomControl = readKeyed(io, `${memoryDir}/memory.oom_control`);
+    if (oomControl.get('oom_kill_disable') === 1) {
+      throw new LimitsError('LIMIT_NOT_APPLIED', `${memoryDir}: the OOM killer is disabled for this group`, {
+        path: `${memoryDir}/memory.oom_control`,
+      });
+    }
+    writeChecked(io, `${pidsDir}/pids.max`, String(wanted.pidsMax));
+    let cpuWeight: number | null = null;
+    let cpuNote: string | null = 'the v1 cpu controller is not mounted';
+    if (cpuDir !== null) {
+      writeChecked(io, `${cpuDir}/cpu.shares`, String(weightToShares(wanted.cpuWeight)));
+      cpuWeight = wanted.cpuWeight;
+      cpuNote = null;
+    }
+    return {
+      version: 1,
+      dirs,
+      procsFiles: dirs.map((dir) => `${dir}/cgroup.procs`),
+      applied: { memoryBytes: memory, pidsMax: wanted.pidsMax, cpuWeight, swap },
+      cpuNote,
+      counters: () => {
+        const oom = readKeyed(io, `${memoryDir}/memory.oom_control`);
+        const pidsEvents = readKeyed(io, `${pidsDir}/pids.events`);
+        return {
+          oomKills: oom.get('oom_kill') ?? 0,
+          memoryMaxHits: readNumberOr(io, `${memoryDir}/memory.failcnt`, 0),
+          pidsMaxHits: pidsEvents.get('max') ?? 0,
+          memoryBytes: readNumberOr(io, `${memoryDir}/memory.usage_in_bytes`, 0),
+          memoryPeakBytes: readNumberOr(io, `${memoryDir}/memory.max_usage_in_bytes`, null),
+          pids: readNumberOr(io, `${pidsDir}/pids.current`, 0),
+          pidsPeak: readNumberOr(io, `${pidsDir}/pids.peak`, null),
+        };
+      },
+    };
+  } catch (error) {
+    return rollback(io, dirs, error);
+  }
+}
+
+function readNumberOr<T extends number | null>(io: CgroupIo, file: string, fallback: T): number | T {
+  try {
+    const value = readNumber(io, file);
+    return Number.isFinite(value) ? value : fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * Prepare v2 delegation below `base`: move every process of `base` into the harness leaf
+ * (a v2 group with processes cannot enable controllers for its children: the "no internal
+ * processes" rule), then enable the controllers in `base/cgroup.subtree_control` and read
+ * them back. Idempotent and safe to run concurrently.
+ */
+export function ensureV2Delegation(
+  io: CgroupIo,
+  hierarchy: Extract<CgroupHierarchy, { version: 2 }>,
+  controllers: readonly string[],
+): void {
+  const { base, harnessLeaf } = hierarchy;
+  const subtreeFile = `${base}/cgroup.subtree_control`;
+  const enabled = (): string[] => io.read(subtreeFile).trim().split(/\s+/).filter(Boolean);
+  const missing = (): string[] => controllers.filter((controller) => !enabled().includes(controller));
+  if (missing().length === 0) return;
+  if (harnessLeaf !== null) {
+    try {
+      io.mkdir(harnessLeaf);
+    } catch (error) {
+      if (!isErrno(error, 'EEXIST')) {
+        throw new LimitsError('CGROUPS_UNAVAILABLE', `cannot create the harness leaf ${harnessLeaf}`, {
+          path: harnessLeaf,
+          cause: error,
+        });
+      }
+    }
+  }
+  let lastError: unknown;
+  // A process may be born in `base` between the move and the write (EBUSY): move again.
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    if (harnessLeaf !== null) moveAllProcesses(io, base, harnessLeaf);
+    try {
+      io.write(
+        subtreeFile,
+        missing()
+          .map((controller) => `+${controller}`)
+          .join(' '),
+      );
+      lastError = undefined;
+      break;
+    } catch (error) {
+      lastError = error;
+      if (!isErrno(error, 'EBUSY')) break;
+    }
+  }
+  const stillMissing = missing();
+  if (lastError !== undefined || stillMissing.length > 0) {
+    throw new LimitsError(
+      'LIMIT_NOT_APPLIED',
+      `cannot enable ${stillMissing.join(', ') || controllers.join(', ')} in ${subtreeFile}` +
+        (isErrno(lastError) ? `: ${lastError.code}` : ''),
+      { path: subtreeFile, wanted: controllers.join(' '), got: enabled().join(' '), cause: lastError },
+    );
+  }
+}
+
+/** Move every pid listed in `from/cgroup.procs` into `to` (one pid per write, as the kernel wants). */
+function moveAllProcesses(io: CgroupIo, from: string, to: string): void {
+  const pids = io
+    .read(`${from}/cgroup.procs`)
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  for (const pid of pids) {
+    try {
+      io.write(`${to}/cgroup.procs`, pid);
+    } catch (error) {
+      // A process that exited since the listing is fine; anything else is not.
+      if (!isErrno(error, 'ESRCH')) {
+        throw new LimitsError('CGROUPS_UNAVAILABLE', `cannot move pid ${pid} into the harness leaf ${to}`, {
+          path: `${to}/cgroup.procs`,
+          cause: error,
+        });
+      }
+    }
+  }
+}
+
+/** Create a v2 group (after delegation) and apply the limits. */
+export function createV2(
+  io: CgroupIo,
+  hierarchy: Extract<CgroupHierarchy, { version: 2 }>,
+  name: string,
+  wanted: WantedLimits,
+): CgroupBackend {
+  const available = io.read(`${hierarchy.base}/cgroup.controllers`).trim().split(/\s+/);
+  for (const required of ['memory', 'pids']) {
+    if (!available.includes(required)) {
+      throw new LimitsError(
+        'CGROUPS_UNAVAILABLE',
+        `the v2 ${required} controller is not available at ${hierarchy.base}`,
+        {
+          path: `${hierarchy.base}/cgroup.controllers`,
+        },
+      );
+    }
+  }
+  const cpuAvailable = available.includes('cpu');
+  if (wanted.cpuWeightExplicit && !cpuAvailable) {
+    throw new LimitsError(
+      'CGROUPS_UNAVAILABLE',
+      `cpuWeight was asked for but the v2 cpu controller is not available at ${hierarchy.base}`,
+    );
+  }
+  ensureV2Delegation(io, hierarchy, cpuAvailable ? ['memory', 'pids', 'cpu'] : ['memory', 'pids']);
+  const dir = path.join(hierarchy.base, name);
+  makeDirs(io, [dir]);
+  try {
+    const memory = Number(
+      writeChecked(
+        io,
+        `${dir}/memory.max`,
+        String(wanted.memoryBytes),
+        acceptRoundedBytes(wanted.memoryBytes),
+      ),
+    );
+    let swap: AppliedLimits['swap'];
+    if (io.exists(`${dir}/memory.swap.max`)) {
+      // Without this the group pages out instead of being OOM-killed at its limit.
+      writeChecked(io, `${dir}/memory.swap.max`, '0');
+      swap = 'limited_to_zero';
+    } else if (swapActive()) {
+      throw new LimitsError(
+        'LIMIT_NOT_APPLIED',
+        `${dir}/memory.swap.max is missing (no swap accounting) while the host has swap: the memory limit would page out`,
+        { path: `${dir}/memory.swap.max` },
+      );
+    } else {
+      swap = 'no_swap_on_host';
+    }
+    // The whole group is OOM-killed together: no half-dead episode keeps running.
+    writeChecked(io, `${dir}/memory.oom.group`, '1');
+    writeChecked(io, `${dir}/pids.max`, String(wanted.pidsMax));
+    let cpuWeight: number | null = null;
+    let cpuNote: string | null = `the v2 cpu controller is not available at ${hierarchy.base}`;
+    if (cpuAvailable) {
+      writeChecked(io, `${dir}/cpu.weight`, String(wanted.cpuWeight));
+      cpuWeight = wanted.cpuWeight;
+      cpuNote = null;
+    }
+    return {
+      version: 2,
+      dirs: [dir],
+      procsFiles: [`${dir}/cgroup.procs`],
+      applied: { memoryBytes: memory, pidsMax: wanted.pidsMax, cpuWeight, swap },
+      cpuNote,
+      counters: () => {
+        const memoryEvents = readKeyed(io, `${dir}/memory.events`);
+        const pidsEvents = readKeyed(io, `${dir}/pids.events`);
+        return {
+          oomKills: memoryEvents.get('oom_kill') ?? 0,
+          memoryMaxHits: memoryEvents.get('max') ?? 0,
+          pidsMaxHits: pidsEvents.get('max') ?? 0,
+          memoryBytes: readNumberOr(io, `${dir}/memory.current`, 0),
+          memoryPeakBytes: readNumberOr(io, `${dir}/memory.peak`, null),
+          pids: readNumberOr(io, `${dir}/pids.current`, 0),
+          pidsPeak: readNumberOr(io, `${dir}/pids.peak`, null),
+        };
+      },
+    };
+  } catch (error) {
+    return rollback(io, [dir], error);
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Union of the pids of every directory (and their children). */
+export function pidsOfDirs(io: CgroupIo, dirs: readonly string[]): number[] {
+  const all = new Set<number>();
+  for (const dir of dirs) for (const pid of readPidsRecursive(io, dir)) all.add(pid);
+  return [...all].sort((a, b) => a - b);
+}
+
+/**
+ * Kill every process in the group's directories, atomically with respect to fork:
+ * - v2 with `cgroup.kill` (Linux 5.14+): one write, the kernel kills every member and descendant.
+ * - otherwise freeze (v1 `freezer.state`, v2 `cgroup.freeze`), wait until frozen (bounded),
+ *   list the members (none can fork while frozen), SIGKILL each, then thaw so the kernel
+ *   can deliver the signals and the processes can die.
+ * Works from the directories alone, so recovery can kill a dead harness's groups too.
+ */
+export async function killDirs(
+  io: CgroupIo,
+  dirs: readonly string[],
+  freezeWaitMs = 1000,
+): Promise<GroupKillResult> {
+  const v2Kill = dirs.find((dir) => io.exists(`${dir}/cgroup.kill`));
+  if (v2Kill !== undefined) {
+    const before = pidsOfDirs(io, dirs).length;
+    io.write(`${v2Kill}/cgroup.kill`, '1');
+    return { mechanism: 'cgroup.kill', signalled: before };
+  }
+  const freezerV1 = dirs.find((dir) => io.exists(`${dir}/freezer.state`));
+  const freezerV2 = dirs.find((dir) => io.exists(`${dir}/cgroup.freeze`));
+  const freeze = (): void => {
+    if (freezerV1 !== undefined) io.write(`${freezerV1}/freezer.state`, 'FROZEN');
+    else if (freezerV2 !== undefined) io.write(`${freezerV2}/cgroup.freeze`, '1');
+  };
+  const thaw = (): void => {
+    if (freezerV1 !== undefined) io.write(`${freezerV1}/freezer.state`, 'THAWED');
+    else if (freezerV2 !== undefined) io.write(`${freezerV2}/cgroup.freeze`, '0');
+  };
+  const frozen = (): boolean => {
+    try {
+      if (freezerV1 !== undefined) return io.read(`${freezerV1}/freezer.state`).trim() === 'FROZEN';
+      if (freezerV2 !== undefined) return readKeyed(io, `${freezerV2}/cgroup.events`).get('frozen') === 1;
+    } catch {
+      return true;
+    }
+    return true;
+  };
+  let signalled = 0;
+  freeze();
+  try {
+    // A task in uninterruptible sleep can keep the group FREEZING; the kill below still
+    // lands on every listed member, and the caller's loop repeats until the group is empty.
+    const deadline = Date.now() + freezeWaitMs;
+    while (!frozen() && Date.now() < deadline) await sleep(2);
+    for (const pid of pidsOfDirs(io, dirs)) if (killPid(pid)) signalled += 1;
+  } finally {
+    thaw();
+  }
+  return { mechanism: 'freeze-kill-thaw', signalled };
+}
+
+/**
+ * Kill until every directory is empty, then remove the directories (children first),
+ * retrying EBUSY (exiting tasks) until `timeoutMs`. Throws `GROUP_NOT_EMPTY` past it.
+ */
+export async function drainAndRemove(
+  io: CgroupIo,
+  dirs: readonly string[],
+  timeoutMs: number,
+  beforeRemove: () => void = () => undefined,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const left = pidsOfDirs(io, dirs);
+    if (left.length === 0) break;
+    if (Date.now() > deadline) {
+      throw new LimitsError(
+        'GROUP_NOT_EMPTY',
+        `processes ${left.slice(0, 20).join(', ')} are still in ${dirs[0] ?? ''}`,
+        {
+          path: dirs[0] ?? '',
+        },
+      );
+    }
+    await killDirs(io, dirs);
+    await sleep(5);
+  }
+  beforeRemove();
+  let lastError: unknown;
+  for (;;) {
+    lastError = undefined;
+    for (const dir of dirs) {
+      try {
+        rmdirRecursive(io, dir);
+      } catch (error) {
+        lastError = error;
+      }
+    }
+    if (lastError === undefined) return;
+    if (!isErrno(lastError, 'EBUSY') || Date.now() > deadline) {
+      throw new LimitsError(
+        isErrno(lastError, 'EBUSY') ? 'GROUP_NOT_EMPTY' : 'CGROUPS_UNAVAILABLE',
+        `cannot remove ${dirs.join(', ')}: ${isErrno(lastError) ? lastError.code : lastError instanceof Error ? lastError.message : 'unknown error'}`,
+        { path: dirs[0] ?? '', cause: lastError },
+      );
+    }
+    await killDirs(io, dirs);
+    await sleep(10);
+  }
+}

@@ -1,0 +1,396 @@
+// One episode's cgroup group: memory (RAM-backed files and SysV shm included: they are
+// charged to the memory cgroup of the process that creates the pages), processes and CPU
+// weight, on cgroup v2 or v1, with every value read back, limit-hit events, an atomic kill
+// and a launch prefix that starts processes inside the group.
+import crypto from 'node:crypto';
+import path from 'node:path';
+import { parseOptions } from '@karotte/base';
+import { z } from 'zod';
+import type { AppliedLimits, CgroupBackend, GroupCounters, WantedLimits } from './cgroup-backend.js';
+import { createV1, createV2, drainAndRemove, groupDirs, killDirs, pidsOfDirs } from './cgroup-backend.js';
+import type { CgroupHierarchy } from './cgroup-detect.js';
+import { cgroupHierarchySchema, detectCgroups } from './cgroup-detect.js';
+import type { CgroupIo } from './cgroup-io.js';
+import { readNumber, realCgroupIo } from './cgroup-io.js';
+import {
+  DEFAULT_CPU_WEIGHT,
+  DEFAULT_PIDS_MAX,
+  DEFAULT_REMOVE_TIMEOUT_MS,
+  DEFAULT_STATE_DIR,
+  HARNESS_HEADROOM_BYTES,
+  MIN_MEMORY_BYTES,
+} from './constants.js';
+import { LimitsError, throwIfAborted } from './errors.js';
+import type { Contract, LimitEvent } from './events.js';
+import { FirstSeen } from './events.js';
+import type { GroupKillResult, KillableGroup } from './group-types.js';
+import type { LaunchBinaries, RlimitOptions, Rlimits } from './launch.js';
+import { buildLaunchPrefix, resolveLaunchBinaries, rlimitsSchema } from './launch.js';
+import { hostMemoryBytes, pageSize } from './proc.js';
+import { ensureSafeDir, removeRecord, selfIdentity, writeRecord } from './state.js';
+
+/** Group names: start with `karotte`, then letters, digits, `_`, `.`, `-`; at most 100 characters. */
+export const GROUP_NAME_PATTERN = /^karotte[A-Za-z0-9_.-]*$/;
+
+const absolutePath = z.string().startsWith('/').max(4096);
+
+/** Options of {@link createGroup}. Strict: an unknown key is an error naming it. */
+export const groupOptionsSchema = z
+  .object({
+    /** Group name, unique on the host. @default `karotte-<pid>-<random hex>` */
+    name: z.string().max(100).regex(GROUP_NAME_PATTERN).optional(),
+    /**
+     * Memory limit of the whole group (RSS, page cache, tmpfs and /dev/shm files, SysV shm),
+     * in bytes. Rounded down to the page size by the kernel.
+     * @default min(host RAM, every memory limit above this process's cgroup) − harnessHeadroomBytes
+     */
+    memoryBytes: z.number().int().min(MIN_MEMORY_BYTES).optional(),
+    /** Memory kept for the harness when `memoryBytes` is derived. @default HARNESS_HEADROOM_BYTES (1 GiB) */
+    harnessHeadroomBytes: z.number().int().nonnegative().default(HARNESS_HEADROOM_BYTES),
+    /** Most processes and threads alive in the group at once. @default DEFAULT_PIDS_MAX (2048) */
+    pidsMax: z.number().int().min(1).max(4_194_304).default(DEFAULT_PIDS_MAX),
+    /**
+     * CPU weight, 1–10000. When given and the cpu controller is missing, creation fails;
+     * when omitted it is applied where the controller exists and reported otherwise.
+     * @default DEFAULT_CPU_WEIGHT (100)
+     */
+    cpuWeight: z.number().int().min(1).max(10_000).optional(),
+    /** Per-process limits applied by {@link LimitGroup.launchPrefix}. @default { nofile: 4096, coreBytes: 0 } */
+    rlimits: rlimitsSchema.prefault({}),
+    /** Directory of owner records (for crash recovery). @default DEFAULT_STATE_DIR ('/run/karotte') */
+    stateDir: absolutePath.default(DEFAULT_STATE_DIR),
+    /** Where to create the group. @default detected with detectCgroups() */
+    hierarchy: cgroupHierarchySchema.optional(),
+    /** How long remove() waits for the group to empty. @default DEFAULT_REMOVE_TIMEOUT_MS (10 s) */
+    removeTimeoutMs: z.number().int().positive().default(DEFAULT_REMOVE_TIMEOUT_MS),
+    /** Cancels creation. */
+    abortSignal: z.instanceof(AbortSignal).optional(),
+  })
+  .strict();
+
+/** Options of {@link createGroup} as a caller writes them. */
+export type GroupOptions = z.input<typeof groupOptionsSchema>;
+
+/** How each limit of a group is enforced, with the reason. */
+export interface GroupLimitReport {
+  readonly contract: Contract;
+  readonly mechanism: string;
+  readonly reason: string;
+}
+
+/** Current usage of a group. */
+export interface GroupUsage {
+  readonly memoryBytes: number;
+  readonly memoryPeakBytes: number | null;
+  readonly pids: number;
+  readonly pidsPeak: number | null;
+  /** Times memory hit the limit and was reclaimed (v2 memory.events max; v1 memory.failcnt). */
+  readonly memoryLimitHits: number;
+}
+
+/** What {@link LimitGroup.remove} returns: the last counters read before the group was removed. */
+export interface GroupRemoval {
+  readonly events: LimitEvent[];
+}
+
+/**
+ * One episode's cgroup group. Implements {@link KillableGroup} for the reaper.
+ */
+export interface LimitGroup extends KillableGroup {
+  readonly name: string;
+  readonly backend: 'cgroup-v1' | 'cgroup-v2';
+  /** The values in force, as read back from the kernel. */
+  readonly limits: {
+    readonly memoryBytes: number;
+    readonly pidsMax: number;
+    /** Null when the cpu controller is not available. */
+    readonly cpuWeight: number | null;
+    readonly swap: AppliedLimits['swap'];
+  };
+  /** How memory, pids and CPU weight are enforced. */
+  readonly contracts: {
+    readonly memory: GroupLimitReport;
+    readonly pids: GroupLimitReport;
+    readonly cpu_weight: GroupLimitReport;
+  };
+  /** The group's directories (one per v1 hierarchy, one on v2). */
+  readonly dirs: readonly string[];
+  /** The rlimits {@link launchPrefix} applies by default. */
+  readonly rlimits: Rlimits;
+  /**
+   * argv that starts a process inside this group: it joins every controller, sets
+   * oom_score_adj 1000, applies the rlimits with the trusted `prlimit`, then execs the rest:
+   * `[...group.launchPrefix(), '/usr/bin/setpriv', ..., 'bash']`.
+   */
+  launchPrefix(options?: { readonly rlimits?: RlimitOptions }): string[];
+  usage(): Promise<GroupUsage>;
+  /** Limit hits since creation (OOM kills, fork refusals). */
+  events(): Promise<LimitEvent[]>;
+  killAll(): Promise<GroupKillResult>;
+  pids(): Promise<number[]>;
+  /** Kill every member, wait until empty, remove the group and its owner record. Idempotent. */
+  remove(): Promise<GroupRemoval>;
+}
+
+/**
+ * The memory a student may use when the caller gives none: the tightest of the host's RAM
+ * and every memory limit from `startDir` up its hierarchy, minus the harness headroom.
+ */
+export function defaultStudentMemory(
+  io: CgroupIo,
+  hierarchy: CgroupHierarchy,
+  headroomBytes: number,
+): { memoryBytes: number; tightestBytes: number } {
+  let tightest = hostMemoryBytes();
+  const file = hierarchy.version === 2 ? 'memory.max' : 'memory.limit_in_bytes';
+  let dir = hierarchy.version === 2 ? hierarchy.base : hierarchy.memory;
+  for (let depth = 0; depth < 64; depth += 1) {
+    if (!io.exists(`${dir}/${file}`)) break;
+    try {
+      const limit = readNumber(io, `${dir}/${file}`);
+      if (Number.isFinite(limit) && limit > 0) tightest = Math.min(tightest, limit);
+    } catch {
+      break;
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  const page = pageSize();
+  const memoryBytes = Math.floor((tightest - headroomBytes) / page) * page;
+  return { memoryBytes, tightestBytes: tightest };
+}
+
+/** Injectable parts for tests (a fake cgroupfs on hosts without v2 controllers). */
+export interface GroupEnvironment {
+  readonly io: CgroupIo;
+  readonly binaries?: LaunchBinaries;
+}
+
+/**
+ * Create one episode's group: detect (or take) the hierarchy, write an owner record, create
+ * the group, write every limit and read it back. Throws {@link LimitsError}
+ * (`CGROUPS_UNAVAILABLE`, `LIMIT_NOT_APPLIED`, `GROUP_EXISTS`, `INSUFFICIENT_MEMORY`,
+ * `UNSAFE_STATE_DIR`, `ABORTED`) or BadArgumentError for invalid options.
+ */
+export async function createGroup(options: GroupOptions = {}): Promise<LimitGroup> {
+  const parsed = parseOptions(groupOptionsSchema, options, 'group options');
+  return createGroupIn({ io: realCgroupIo }, parsed);
+}
+
+/** {@link createGroup} over an injectable file system (internal; tests use it with a fake v2 tree). */
+export function createGroupIn(
+  environment: GroupEnvironment,
+  options: z.output<typeof groupOptionsSchema>,
+): Promise<LimitGroup> {
+  try {
+    return Promise.resolve(createGroupSync(environment, options));
+  } catch (error) {
+    return Promise.reject(
+      error instanceof Error ? error : new LimitsError('CGROUPS_UNAVAILABLE', String(error)),
+    );
+  }
+}
+
+function createGroupSync(
+  environment: GroupEnvironment,
+  options: z.output<typeof groupOptionsSchema>,
+): LimitGroup {
+  throwIfAborted(options.abortSignal);
+  const { io } = environment;
+  const binaries = environment.binaries ?? resolveLaunchBinaries();
+  let hierarchy = options.hierarchy ?? null;
+  if (hierarchy === null) {
+    const detection = detectCgroups();
+    if (detection.hierarchy === null) {
+      throw new LimitsError(
+        'CGROUPS_UNAVAILABLE',
+        `no usable cgroup hierarchy: ${detection.reasons.join('; ')}`,
+      );
+    }
+    hierarchy = detection.hierarchy;
+  }
+  let memoryBytes = options.memoryBytes;
+  if (memoryBytes === undefined) {
+    const derived = defaultStudentMemory(io, hierarchy, options.harnessHeadroomBytes);
+    if (derived.memoryBytes < MIN_MEMORY_BYTES) {
+      throw new LimitsError(
+        'INSUFFICIENT_MEMORY',
+        `only ${derived.tightestBytes} bytes of memory are available and ${options.harnessHeadroomBytes} are kept for the harness`,
+      );
+    }
+    memoryBytes = derived.memoryBytes;
+  }
+  const name = options.name ?? `karotte-${process.pid}-${crypto.randomBytes(6).toString('hex')}`;
+  const wanted: WantedLimits = {
+    memoryBytes,
+    pidsMax: options.pidsMax,
+    cpuWeight: options.cpuWeight ?? DEFAULT_CPU_WEIGHT,
+    cpuWeightExplicit: options.cpuWeight !== undefined,
+  };
+  const stateDir = path.join(options.stateDir, 'groups');
+  ensureSafeDir(options.stateDir, 0o755);
+  ensureSafeDir(stateDir, 0o700);
+  const dirs = groupDirs(hierarchy, name);
+  // The record goes first: a harness killed between mkdir and the next line still leaves a
+  // record naming every directory it may have created.
+  writeRecord(stateDir, name, {
+    kind: 'group',
+    format: 1,
+    name,
+    owner: selfIdentity(),
+    createdAtMs: Date.now(),
+    cgroupVersion: hierarchy.version,
+    dirs,
+  });
+  let backend: CgroupBackend;
+  try {
+    throwIfAborted(options.abortSignal);
+    backend =
+      hierarchy.version === 2 ? createV2(io, hierarchy, name, wanted) : createV1(io, hierarchy, name, wanted);
+  } catch (error) {
+    removeRecord(stateDir, name);
+    throw error;
+  }
+  return new CgroupLimitGroup(
+    io,
+    binaries,
+    backend,
+    name,
+    stateDir,
+    options.rlimits,
+    options.removeTimeoutMs,
+  );
+}
+
+class CgroupLimitGroup implements LimitGroup {
+  readonly backend: 'cgroup-v1' | 'cgroup-v2';
+  readonly limits: LimitGroup['limits'];
+  readonly contracts: LimitGroup['contracts'];
+  readonly dirs: readonly string[];
+  private readonly baseline: GroupCounters;
+  private readonly firstSeen = new FirstSeen();
+  private removal: Promise<GroupRemoval> | null = null;
+
+  constructor(
+    private readonly io: CgroupIo,
+    private readonly binaries: LaunchBinaries,
+    private readonly cgroup: CgroupBackend,
+    readonly name: string,
+    private readonly stateDir: string,
+    readonly rlimits: Rlimits,
+    private readonly removeTimeoutMs: number,
+  ) {
+    this.backend = cgroup.version === 2 ? 'cgroup-v2' : 'cgroup-v1';
+    this.dirs = cgroup.dirs;
+    this.limits = { ...cgroup.applied };
+    this.baseline = cgroup.counters();
+    const v = cgroup.version;
+    this.contracts = {
+      memory: {
+        contract: 'prevented',
+        mechanism:
+          v === 2
+            ? 'cgroup v2 memory.max, memory.swap.max, memory.oom.group'
+            : 'cgroup v1 memory.limit_in_bytes',
+        reason: `limit ${cgroup.applied.memoryBytes} bytes read back; swap: ${cgroup.applied.swap}`,
+      },
+      pids: {
+        contract: 'prevented',
+        mechanism: `cgroup v${v} pids.max`,
+        reason: `limit ${cgroup.applied.pidsMax} read back`,
+      },
+      cpu_weight:
+        cgroup.applied.cpuWeight === null
+          ? { contract: 'not_supported', mechanism: 'none', reason: cgroup.cpuNote ?? 'no cpu controller' }
+          : {
+              contract: 'prevented',
+              mechanism: v === 2 ? 'cgroup v2 cpu.weight' : 'cgroup v1 cpu.shares',
+              reason: `weight ${cgroup.applied.cpuWeight} read back`,
+            },
+    };
+  }
+
+  private assertLive(): void {
+    if (this.removal !== null) throw new LimitsError('REMOVED', `group ${this.name} was removed`);
+  }
+
+  launchPrefix(options: { readonly rlimits?: RlimitOptions } = {}): string[] {
+    this.assertLive();
+    const rlimits =
+      options.rlimits === undefined
+        ? this.rlimits
+        : parseOptions(rlimitsSchema, { ...this.rlimits, ...options.rlimits }, 'rlimits');
+    return buildLaunchPrefix(this.binaries, this.cgroup.procsFiles, rlimits);
+  }
+
+  usage(): Promise<GroupUsage> {
+    this.assertLive();
+    const counters = this.cgroup.counters();
+    return Promise.resolve({
+      memoryBytes: counters.memoryBytes,
+      memoryPeakBytes: counters.memoryPeakBytes,
+      pids: counters.pids,
+      pidsPeak: counters.pidsPeak,
+      memoryLimitHits: counters.memoryMaxHits - this.baseline.memoryMaxHits,
+    });
+  }
+
+  events(): Promise<LimitEvent[]> {
+    this.assertLive();
+    return Promise.resolve(this.diff(this.cgroup.counters()));
+  }
+
+  private diff(now: GroupCounters): LimitEvent[] {
+    const events: LimitEvent[] = [];
+    const nowMs = Date.now();
+    const oomKills = now.oomKills - this.baseline.oomKills;
+    if (oomKills > 0) {
+      events.push({
+        limit: 'memory',
+        kind: 'oom_kill',
+        count: oomKills,
+        atMs: this.firstSeen.at('memory', nowMs),
+        observed: now.memoryPeakBytes ?? now.memoryBytes,
+        limitValue: this.limits.memoryBytes,
+        source: this.cgroup.version === 2 ? 'memory.events:oom_kill' : 'memory.oom_control:oom_kill',
+      });
+    }
+    const refusals = now.pidsMaxHits - this.baseline.pidsMaxHits;
+    if (refusals > 0) {
+      events.push({
+        limit: 'pids',
+        kind: 'max',
+        count: refusals,
+        atMs: this.firstSeen.at('pids', nowMs),
+        observed: now.pidsPeak ?? now.pids,
+        limitValue: this.limits.pidsMax,
+        source: 'pids.events:max',
+      });
+    }
+    return events;
+  }
+
+  killAll(): Promise<GroupKillResult> {
+    return killDirs(this.io, this.dirs);
+  }
+
+  pids(): Promise<number[]> {
+    return Promise.resolve(pidsOfDirs(this.io, this.dirs));
+  }
+
+  remove(): Promise<GroupRemoval> {
+    this.removal ??= this.doRemove();
+    return this.removal;
+  }
+
+  private async doRemove(): Promise<GroupRemoval> {
+    let events: LimitEvent[] = [];
+    await drainAndRemove(this.io, this.dirs, this.removeTimeoutMs, () => {
+      // Read the counters at the last moment they exist (the group is empty, not yet removed).
+      events = this.diff(this.cgroup.counters());
+    });
+    removeRecord(this.stateDir, this.name);
+    return { events };
+  }
+}

@@ -1,0 +1,211 @@
+import { closeSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync, constants } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { SandboxError } from './errors.js';
+import { bootId, isSameProcessAlive, processesOfUid, readProcess } from './procfs.js';
+import { ensureRootOnlyDir } from './state-dir.js';
+
+/** The record in a uid lock file: who holds the uid, so a dead holder's leftovers can be reclaimed. */
+export const leaseRecordSchema = z
+  .object({
+    uid: z.number().int().nonnegative(),
+    sandboxId: z.string().regex(/^[a-z0-9-]+$/),
+    ownerPid: z.number().int().positive(),
+    ownerStartTime: z.number().int().nonnegative(),
+    bootId: z.string(),
+    createdAt: z.string(),
+  })
+  .strict();
+export type LeaseRecord = z.infer<typeof leaseRecordSchema>;
+
+/** One uid held by this process until `release()`. */
+export interface IdentityLease {
+  readonly uid: number;
+  readonly gid: number;
+  readonly sandboxId: string;
+  readonly lockPath: string;
+  /** Remove the lock file. Idempotent. Call only after everything of the uid is reclaimed. */
+  release(): void;
+}
+
+export interface AllocateOptions {
+  readonly stateDir: string;
+  readonly firstUid: number;
+  readonly count: number;
+  readonly sandboxId: string;
+  /** Clean up after a dead holder before its uid is reused (processes, mounts, netns, ...). */
+  readonly reclaim: (record: LeaseRecord | undefined, uid: number) => Promise<void>;
+}
+
+/** Directory of the uid lock files under the state dir. */
+export function locksDir(stateDir: string): string {
+  return path.join(stateDir, 'uids');
+}
+
+function lockPath(stateDir: string, uid: number): string {
+  return path.join(locksDir(stateDir), `${uid}.lock`);
+}
+
+/** Uids and gids named in the host's account databases: never handed to a student. */
+function accountIds(): Set<number> {
+  const ids = new Set<number>();
+  for (const file of ['/etc/passwd', '/etc/group']) {
+    let text = '';
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n')) {
+      const id = Number(line.split(':')[2]);
+      if (Number.isInteger(id)) ids.add(id);
+    }
+  }
+  return ids;
+}
+
+/** Read a lock; undefined when it is missing or unreadable (a torn write by a killed harness). */
+export function readLease(file: string): LeaseRecord | undefined {
+  try {
+    // eslint-disable-next-line no-restricted-syntax -- root-only file written by this package, validated by the schema
+    const parsed = leaseRecordSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * True when the lease's owner is gone: another boot, a dead pid, or a pid reused by another
+ * process (start time differs). A lock we cannot parse is stale too, but only once it is old
+ * enough that its writer cannot still be writing it.
+ */
+export function isLeaseStale(record: LeaseRecord | undefined, currentBoot: string): boolean {
+  if (record === undefined) return true;
+  if (record.bootId !== currentBoot) return true;
+  return !isSameProcessAlive(record.ownerPid, record.ownerStartTime);
+}
+
+/** Every lease in the state dir, with whether its owner is gone. */
+export function listLeases(stateDir: string): { uid: number; file: string; record: LeaseRecord | undefined; stale: boolean }[] {
+  const dir = locksDir(stateDir);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const boot = bootId();
+  const out = [];
+  for (const name of names) {
+    const match = /^(\d+)\.lock$/.exec(name);
+    if (!match) continue;
+    const file = path.join(dir, name);
+    const record = readLease(file);
+    out.push({ uid: Number(match[1]), file, record, stale: isLeaseStale(record, boot) });
+  }
+  return out;
+}
+
+/**
+ * Take over a stale lock exactly once across processes: rename it aside (only one renamer
+ * wins, the source is gone for the others), reclaim what its dead owner left, then delete it.
+ */
+export async function reclaimStaleLease(
+  stateDir: string,
+  uid: number,
+  reclaim: AllocateOptions['reclaim'],
+): Promise<boolean> {
+  const file = lockPath(stateDir, uid);
+  const record = readLease(file);
+  if (!isLeaseStale(record, bootId())) return false;
+  if (record === undefined) {
+    // A torn lock may be a live writer between create and write: give it a moment.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (readLease(file) !== undefined) return false;
+  }
+  const aside = `${file}.reclaim-${process.pid}`;
+  try {
+    renameSync(file, aside);
+  } catch {
+    return false; // someone else took it
+  }
+  try {
+    await reclaim(record, uid);
+  } catch (error) {
+    // Put it back so the next start retries; never hand out a uid we could not clean.
+    try {
+      renameSync(aside, file);
+    } catch {
+      // keep aside; reclaim of aside files happens in reclaimAll
+    }
+    throw error;
+  }
+  rmSync(aside, { force: true });
+  return true;
+}
+
+/**
+ * Allocate a fresh uid/gid (the same number) from the reserved range: a lock file created with
+ * O_EXCL holds it across processes. A uid named in /etc/passwd or /etc/group, or with live
+ * processes, is never handed out. Stale locks met on the way are reclaimed first.
+ */
+export async function allocateIdentity(options: AllocateOptions): Promise<IdentityLease> {
+  const { stateDir, firstUid, count, sandboxId } = options;
+  ensureRootOnlyDir(stateDir);
+  ensureRootOnlyDir(locksDir(stateDir));
+  const taken = accountIds();
+  const me = readProcess(process.pid);
+  const record: LeaseRecord = {
+    uid: 0,
+    sandboxId,
+    ownerPid: process.pid,
+    ownerStartTime: me?.startTime ?? 0,
+    bootId: bootId(),
+    createdAt: new Date().toISOString(),
+  };
+  // Start at a random slot so concurrent allocators rarely collide on the same lock file.
+  const start = Math.floor(Math.random() * count);
+  const attempts = Math.min(count, 4096);
+  for (let i = 0; i < attempts; i += 1) {
+    const uid = firstUid + ((start + i) % count);
+    if (taken.has(uid)) continue;
+    const file = lockPath(stateDir, uid);
+    let fd: number;
+    try {
+      fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'EEXIST') {
+        throw new SandboxError('SETUP_FAILED', `cannot create uid lock ${file}`, { cause: error });
+      }
+      if (await reclaimStaleLease(stateDir, uid, options.reclaim)) i -= 1; // retry the same uid
+      continue;
+    }
+    try {
+      writeSync(fd, JSON.stringify({ ...record, uid }));
+    } finally {
+      closeSync(fd);
+    }
+    // A uid with live processes belongs to someone else (or to a leak we did not make): skip it.
+    if (processesOfUid(uid).length > 0) {
+      rmSync(file, { force: true });
+      continue;
+    }
+    let released = false;
+    return {
+      uid,
+      gid: uid,
+      sandboxId,
+      lockPath: file,
+      release: () => {
+        if (released) return;
+        released = true;
+        rmSync(file, { force: true });
+      },
+    };
+  }
+  throw new SandboxError(
+    'NO_FREE_IDENTITY',
+    `no free uid in [${firstUid}, ${firstUid + count}) after ${attempts} attempts`,
+  );
+}

@@ -1,0 +1,485 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, statSync } from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
+import { BadArgumentError } from '@karotte/base';
+import { OutputCapture, TokenScanner } from './output.js';
+import { childrenOf, isSameProcessAlive, processesOfUid, readProcess } from './procfs.js';
+import { SHELL_SCRIPT } from './scripts.js';
+import type { World } from './world.js';
+import { ROOT_ENV } from './world.js';
+
+/** What one command in the persistent shell produced. Expected outcomes are data, never exceptions. */
+export interface ExecResult {
+  /** Kept stdout (head and tail; a dropped middle is marked in the text). */
+  readonly stdout: string;
+  readonly stderr: string;
+  /** The command's exit status; null when it was stopped (timeout, abort) or the shell died by a signal. */
+  readonly exitCode: number | null;
+  /** The command ran past its timeout and its foreground processes were killed. */
+  readonly timedOut: boolean;
+  /** The caller's abortSignal stopped the command. */
+  readonly aborted: boolean;
+  readonly stdoutTruncated: boolean;
+  readonly stderrTruncated: boolean;
+  /** Bytes the command wrote to stdout in all (kept or not). */
+  readonly stdoutBytes: number;
+  readonly stderrBytes: number;
+  readonly durationMs: number;
+  /** The shell died or had to be killed during this command, and a fresh one was started. */
+  readonly restarted: boolean;
+  /** A sentence for the student when something happened to its shell (restart, timeout). */
+  readonly notice: string | undefined;
+}
+
+export interface ShellOptions {
+  readonly world: World;
+  readonly uid: number;
+  readonly home: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly bash: string;
+  readonly envBinary: string;
+  readonly cat: string;
+  readonly headBytes: number;
+  readonly tailBytes: number;
+  /** How long a command may take to come back after its foreground processes were killed. */
+  readonly killGraceMs: number;
+}
+
+export interface RunOptions {
+  readonly timeoutMs: number;
+  readonly abortSignal?: AbortSignal | undefined;
+}
+
+/** Bytes of background output kept between commands (prepended to the next command's output). */
+const IDLE_OUTPUT_CAP = 64 * 1024;
+const MARKER_LINE_CAP = 256;
+
+interface Pending {
+  nonce: string | undefined;
+  status: number | undefined;
+  marker: boolean;
+  stdoutDone: boolean;
+  stderrDone: boolean;
+  stdout: OutputCapture;
+  stderr: OutputCapture;
+  wake: () => void;
+}
+
+/** One live bash process and its pipes. */
+interface Session {
+  child: ChildProcess;
+  commands: Writable;
+  markers: Readable;
+  exited: boolean;
+  exitCode: number | null;
+  exitSignal: NodeJS.Signals | null;
+  /** The shell broke the protocol (unexpected marker): kill and restart before the next command. */
+  broken: string | undefined;
+  /** The marker channel hit EOF: the shell exited, or closed the channel and must be replaced. */
+  markerEof: boolean;
+  bashPid: number;
+  bashStartTime: number;
+}
+
+/**
+ * The student's one persistent bash session. Commands run one at a time (queued); a dead or
+ * desynchronised shell is replaced before the next command, and the result says so.
+ */
+export class PersistentShell {
+  private session: Session | undefined;
+  private pending: Pending | undefined;
+  private readonly stdoutScanner = new TokenScanner();
+  private readonly stderrScanner = new TokenScanner();
+  private idleStdout: Buffer[] = [];
+  private idleStderr: Buffer[] = [];
+  private idleBytes = 0;
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  /** Why the previous shell ended, told to the student with the next result. */
+  private restartNotice: string | undefined;
+
+  constructor(private readonly options: ShellOptions) {}
+
+  /** Run `command`; commands are serialised. */
+  run(command: string, options: RunOptions): Promise<ExecResult> {
+    if (command.includes('\0')) throw new BadArgumentError('command must not contain NUL bytes', { field: 'command' });
+    const result = this.queue.then(() => this.runNow(command, options));
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Kill the shell (not the sandbox). Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.killSession();
+  }
+
+  private start(): Session {
+    const { world, uid, home, env, bash, envBinary, cat } = this.options;
+    const assignments = Object.entries(env).map(([name, value]) => `${name}=${value}`);
+    const program = [
+      envBinary,
+      '-i',
+      '-C',
+      home,
+      ...assignments,
+      bash,
+      '--noprofile',
+      '--norc',
+      '-c',
+      SHELL_SCRIPT,
+      'karotte-shell',
+      cat,
+    ];
+    const [file, ...args] = world.launchArgv(uid, 4, program);
+    const child = spawn(file!, args, { env: ROOT_ENV, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
+    const session: Session = {
+      child,
+      commands: child.stdio[3] as Writable,
+      markers: child.stdio[4] as Readable,
+      exited: false,
+      exitCode: null,
+      exitSignal: null,
+      broken: undefined,
+      markerEof: false,
+      bashPid: 0,
+      bashStartTime: 0,
+    };
+    child.on('error', () => {
+      session.exited = true;
+      this.pending?.wake();
+    });
+    child.on('exit', (code, signal) => {
+      session.exited = true;
+      session.exitCode = code;
+      session.exitSignal = signal;
+      this.pending?.wake();
+    });
+    session.commands.on('error', () => undefined);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      this.onOutput(session, 'stdout', chunk);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      this.onOutput(session, 'stderr', chunk);
+    });
+    let markerText = '';
+    session.markers.on('data', (chunk: Buffer) => {
+      if (this.session !== session) return;
+      markerText += chunk.toString('latin1');
+      let newline: number;
+      while ((newline = markerText.indexOf('\n')) >= 0) {
+        const line = markerText.slice(0, newline);
+        markerText = markerText.slice(newline + 1);
+        this.onMarker(session, line);
+      }
+      if (markerText.length > MARKER_LINE_CAP) {
+        session.broken = 'the shell wrote garbage on its marker channel';
+        markerText = '';
+        this.pending?.wake();
+      }
+    });
+    session.markers.on('end', () => {
+      // EOF on the marker channel: the shell (and everything holding its copy) closed it.
+      session.markerEof = true;
+      this.pending?.wake();
+    });
+    session.markers.on('error', () => undefined);
+    this.session = session;
+    return session;
+  }
+
+  private onOutput(session: Session, stream: 'stdout' | 'stderr', chunk: Buffer): void {
+    if (this.session !== session) return;
+    const pending = this.pending;
+    const scanner = stream === 'stdout' ? this.stdoutScanner : this.stderrScanner;
+    if (pending === undefined) {
+      this.keepIdle(stream, chunk);
+      return;
+    }
+    const { output, after } = scanner.feed(chunk);
+    const done = stream === 'stdout' ? pending.stdoutDone : pending.stderrDone;
+    if (done) {
+      this.keepIdle(stream, chunk);
+      return;
+    }
+    pending[stream].push(output);
+    if (after !== undefined) {
+      if (stream === 'stdout') pending.stdoutDone = true;
+      else pending.stderrDone = true;
+      if (after.length > 0) this.keepIdle(stream, after);
+      pending.wake();
+    }
+  }
+
+  private keepIdle(stream: 'stdout' | 'stderr', chunk: Buffer): void {
+    if (this.idleBytes >= IDLE_OUTPUT_CAP) return;
+    const take = chunk.subarray(0, IDLE_OUTPUT_CAP - this.idleBytes);
+    this.idleBytes += take.length;
+    (stream === 'stdout' ? this.idleStdout : this.idleStderr).push(Buffer.from(take));
+  }
+
+  private onMarker(session: Session, line: string): void {
+    const pending = this.pending;
+    const exit = /^E (-?\d{1,6})$/.exec(line);
+    if (exit && pending !== undefined && pending.status === undefined) {
+      pending.status = Number(exit[1]);
+      // Only now does a nonce exist: the command is over, so nothing it started can have read it.
+      const nonce = randomBytes(16).toString('hex');
+      pending.nonce = nonce;
+      this.stdoutScanner.arm(nonce);
+      this.stderrScanner.arm(nonce);
+      session.commands.write(`${nonce}\n`);
+      return;
+    }
+    const done = /^M ([0-9a-f]{32})$/.exec(line);
+    if (done && pending?.nonce !== undefined && done[1] === pending.nonce && !pending.marker) {
+      pending.marker = true;
+      pending.wake();
+      return;
+    }
+    // A marker we did not ask for: something in the shell speaks the protocol. Never trust it again.
+    session.broken = 'the shell sent an unexpected completion marker';
+    pending?.wake();
+  }
+
+  private async runNow(command: string, options: RunOptions): Promise<ExecResult> {
+    const started = performance.now();
+    let restarted = false;
+    const notices: string[] = [];
+    if (this.restartNotice !== undefined) {
+      notices.push(this.restartNotice);
+      this.restartNotice = undefined;
+    }
+    if (this.closed) throw new BadArgumentError('the shell is closed', { field: 'command' });
+    let session = this.session;
+    if (session === undefined || session.exited || session.broken !== undefined) {
+      if (session !== undefined) {
+        notices.push(`A new shell was started (${session.broken ?? 'the previous shell exited'}); the working directory and variables were reset.`);
+        restarted = true;
+        await this.killSession();
+      }
+      session = this.start();
+    }
+    const { headBytes, tailBytes } = this.options;
+    let wake: () => void = () => undefined;
+    let woken = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    const pending: Pending = {
+      nonce: undefined,
+      status: undefined,
+      marker: false,
+      stdoutDone: false,
+      stderrDone: false,
+      stdout: new OutputCapture(headBytes, tailBytes),
+      stderr: new OutputCapture(headBytes, tailBytes),
+      wake: () => {
+        wake();
+      },
+    };
+    for (const chunk of this.idleStdout) pending.stdout.push(chunk);
+    for (const chunk of this.idleStderr) pending.stderr.push(chunk);
+    this.idleStdout = [];
+    this.idleStderr = [];
+    this.idleBytes = 0;
+    this.stdoutScanner.disarm();
+    this.stderrScanner.disarm();
+    // Processes alive before the command are spared by a timeout (earlier background jobs).
+    const before = snapshot(this.options.uid);
+    this.pending = pending;
+    session.commands.write(`${command}\0`);
+
+    let timedOut = false;
+    let aborted = false;
+    let stopped = false;
+    let killedShell = false;
+    const deadline = started + options.timeoutMs;
+    let graceDeadline = Number.POSITIVE_INFINITY;
+    const onAbort = (): void => {
+      pending.wake();
+    };
+    options.abortSignal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        const complete = pending.marker && pending.stdoutDone && pending.stderrDone;
+        if (complete || session.exited || session.broken !== undefined) break;
+        if (session.markerEof) {
+          // Usually `exit`: the process is about to be reaped. Otherwise the channel was closed.
+          await waitForExit(session, 500);
+          if (!session.exited) session.broken = 'the shell closed its marker channel';
+          continue;
+        }
+        const now = performance.now();
+        if (!stopped && (now >= deadline || options.abortSignal?.aborted)) {
+          stopped = true;
+          aborted = options.abortSignal?.aborted === true && now < deadline;
+          timedOut = !aborted;
+          await this.killForeground(session, before);
+          graceDeadline = performance.now() + this.options.killGraceMs;
+          continue;
+        }
+        if (stopped && now >= graceDeadline) {
+          // The shell itself is stuck (a builtin loop, a stopped relay): replace it.
+          killedShell = true;
+          break;
+        }
+        const wait = Math.max(1, Math.min(stopped ? graceDeadline : deadline, deadline) - now);
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          woken,
+          new Promise<void>((resolve) => {
+            timer = setTimeout(resolve, stopped ? Math.max(1, graceDeadline - now) : wait);
+          }),
+        ]);
+        clearTimeout(timer);
+        woken = new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+      }
+    } finally {
+      options.abortSignal?.removeEventListener('abort', onAbort);
+      this.pending = undefined;
+      const held = [this.stdoutScanner.disarm(), this.stderrScanner.disarm()];
+      if (!pending.stdoutDone && held[0]!.length > 0) pending.stdout.push(held[0]!);
+      if (!pending.stderrDone && held[1]!.length > 0) pending.stderr.push(held[1]!);
+    }
+
+    let exitCode: number | null = stopped ? null : (pending.status ?? null);
+    const complete = pending.marker && pending.stdoutDone && pending.stderrDone;
+    if (!complete) {
+      if (session.exited && !stopped) {
+        // `exit`, a crash, or a kill: the shell's own exit status is the command's.
+        await waitForExit(session, 1000);
+        exitCode = session.exitCode;
+        notices.push(
+          `The shell ${session.exitSignal ? `was killed by ${session.exitSignal}` : `exited with status ${String(session.exitCode)}`}; a new shell was started in the working directory.`,
+        );
+      } else if (killedShell) {
+        notices.push('The shell did not come back after the command was stopped; a new shell was started in the working directory.');
+      } else if (session.broken !== undefined) {
+        notices.push(`A new shell was started (${session.broken}); the working directory and variables were reset.`);
+      } else if (pending.marker) {
+        // Completed, but the output tokens never came: the relays were killed or stopped.
+        notices.push('The shell lost its output channel; a new shell was started in the working directory.');
+      }
+      if (!this.closed) {
+        restarted = true;
+        await this.killSession();
+        this.start();
+      }
+    }
+    if (stopped) {
+      notices.push(
+        aborted
+          ? 'The command was cancelled; its foreground processes were killed.'
+          : `The command timed out after ${options.timeoutMs} ms; its foreground processes were killed.`,
+      );
+    }
+    return {
+      stdout: pending.stdout.text(),
+      stderr: pending.stderr.text(),
+      exitCode,
+      timedOut,
+      aborted,
+      stdoutTruncated: pending.stdout.truncated,
+      stderrTruncated: pending.stderr.truncated,
+      stdoutBytes: pending.stdout.totalBytes,
+      stderrBytes: pending.stderr.totalBytes,
+      durationMs: Math.round(performance.now() - started),
+      restarted,
+      notice: notices.length > 0 ? notices.join(' ') : undefined,
+    };
+  }
+
+  /** The shell's bash (nsenter's only child), found once and remembered with its start time. */
+  private findBash(session: Session): void {
+    if (session.bashPid !== 0 || session.child.pid === undefined) return;
+    const [pid] = childrenOf(session.child.pid);
+    if (pid === undefined) return;
+    session.bashPid = pid;
+    session.bashStartTime = readProcess(pid)?.startTime ?? 0;
+  }
+
+  /**
+   * Kill every student process that did not exist when the command started, except the
+   * shell itself: the foreground job and whatever it forked. Repeated until a pass finds
+   * none, so a fork loop cannot outrun it (the pids limit bounds it).
+   */
+  private async killForeground(session: Session, before: Set<string>): Promise<void> {
+    this.findBash(session);
+    const deadline = performance.now() + 2000;
+    for (;;) {
+      const victims = processesOfUid(this.options.uid).filter(
+        (info) => info.pid !== session.bashPid && !before.has(`${info.pid}:${info.startTime}`),
+      );
+      if (victims.length === 0 || performance.now() > deadline) return;
+      for (const victim of victims) {
+        try {
+          process.kill(victim.pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  private async killSession(): Promise<void> {
+    const session = this.session;
+    this.session = undefined;
+    if (session === undefined) return;
+    this.findBash(session);
+    if (session.bashPid !== 0 && isSameProcessAlive(session.bashPid, session.bashStartTime)) {
+      try {
+        process.kill(session.bashPid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    if (!session.exited) {
+      try {
+        session.child.kill('SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    await waitForExit(session, 2000);
+    session.commands.destroy();
+    session.markers.destroy();
+    session.child.stdout?.destroy();
+    session.child.stderr?.destroy();
+  }
+}
+
+function waitForExit(session: Session, timeoutMs: number): Promise<void> {
+  if (session.exited) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    session.child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/**
+ * The student's processes right now, as `pid:startTime`. A cheap scan (the owner of
+ * /proc/<pid> is the process's effective uid): a process that made itself non-dumpable shows
+ * as root and is not spared, which only means a timeout may also kill it.
+ */
+function snapshot(uid: number): Set<string> {
+  const out = new Set<string>();
+  for (const name of readdirSync('/proc')) {
+    const code = name.charCodeAt(0);
+    if (code < 48 || code > 57) continue;
+    try {
+      if (statSync(`/proc/${name}`).uid !== uid) continue;
+    } catch {
+      continue;
+    }
+    const info = readProcess(Number(name));
+    if (info) out.add(`${info.pid}:${info.startTime}`);
+  }
+  return out;
+}

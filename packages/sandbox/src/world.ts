@@ -1,0 +1,219 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { SandboxError } from './errors.js';
+import type { SandboxBinaries } from './binaries.js';
+import { childrenOf, isSameProcessAlive, readProcess } from './procfs.js';
+import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT } from './scripts.js';
+
+/** The minimal environment of every root process the sandbox starts: never the harness's. */
+export const ROOT_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin' });
+
+export interface WorldOptions {
+  readonly bins: SandboxBinaries;
+  /** Launch prefix of the episode's limits group (joins the cgroup, oom_score_adj, rlimits, then execs). */
+  readonly prefix: readonly string[];
+  /** Directives for the setup script (see SETUP_SCRIPT). */
+  readonly directives: readonly string[];
+  readonly setupTimeoutMs: number;
+  readonly abortSignal?: AbortSignal | undefined;
+}
+
+/**
+ * The sandbox's namespaces, held by a PID-1 init. Every student process enters them with
+ * nsenter, so a dead shell can be restarted into the same mounts, /tmp and network.
+ *
+ * Launch order, and why:
+ *   1. limits prefix (root): joins the cgroup, sets oom_score_adj 1000 and rlimits, then
+ *      execs — same pid, so nothing is ever born outside the group;
+ *   2. unshare --pid --fork --kill-child=SIGKILL --mount-proc --mount --propagation private
+ *      --ipc --uts --net: new namespaces; the child is PID 1 with its own /proc;
+ *   3. the constant setup script as root: loopback up, hostname, every mount read-only and
+ *      nosuid, private /tmp and /dev/shm, the working directory, passwd/group, covers;
+ *   4. PID 1 becomes a constant init that reaps orphans and dies with the harness's pipe.
+ */
+export class World {
+  private holder: ChildProcess | undefined;
+  /** Host pid of the namespace's PID 1 and its start time (pid reuse guard). */
+  initPid = 0;
+  initStartTime = 0;
+  holderPid = 0;
+  private exited = false;
+
+  constructor(private readonly options: WorldOptions) {}
+
+  async start(): Promise<void> {
+    const { bins, prefix, directives } = this.options;
+    const argv = [
+      ...prefix,
+      bins.unshare,
+      '--pid',
+      '--fork',
+      '--kill-child=SIGKILL',
+      '--mount-proc',
+      '--mount',
+      '--propagation',
+      'private',
+      '--ipc',
+      '--uts',
+      '--net',
+      '--',
+      bins.bash,
+      '--noprofile',
+      '--norc',
+      '-c',
+      SETUP_SCRIPT,
+      'karotte-setup',
+      bins.mount,
+      bins.ip,
+      bins.mkdir,
+      bins.sh,
+      bins.cat,
+      ...directives,
+    ];
+    const [file, ...args] = argv;
+    const holder = spawn(file!, args, {
+      env: { ...ROOT_ENV, INIT: INIT_SCRIPT },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: false,
+    });
+    this.holder = holder;
+    holder.on('exit', () => {
+      this.exited = true;
+    });
+    // The harness never writes: the pipe only tells PID 1 that the harness is alive.
+    holder.stdin?.on('error', () => undefined);
+    let stdout = '';
+    let stderr = '';
+    holder.stderr?.on('data', (chunk: Buffer) => {
+      if (stderr.length < 8192) stderr += chunk.toString('utf8');
+    });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        finish(new SandboxError('SETUP_FAILED', `sandbox setup did not finish within ${this.options.setupTimeoutMs} ms`));
+      }, this.options.setupTimeoutMs);
+      const onAbort = (): void => {
+        finish(new SandboxError('SETUP_FAILED', 'sandbox setup aborted', { cause: this.options.abortSignal?.reason }));
+      };
+      this.options.abortSignal?.addEventListener('abort', onAbort, { once: true });
+      const finish = (error?: SandboxError): void => {
+        clearTimeout(timer);
+        this.options.abortSignal?.removeEventListener('abort', onAbort);
+        holder.stdout?.removeAllListeners('data');
+        holder.removeListener('exit', onExit);
+        holder.removeListener('error', onError);
+        if (error) reject(error);
+        else resolve();
+      };
+      const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
+        finish(
+          new SandboxError(
+            'SETUP_FAILED',
+            `sandbox setup exited (${code ?? signal}) before it was ready: ${stderr.trim() || '(no message)'}`,
+          ),
+        );
+      };
+      const onError = (error: Error): void => {
+        finish(new SandboxError('SETUP_FAILED', 'cannot start the sandbox namespaces', { cause: error }));
+      };
+      holder.on('exit', onExit);
+      holder.on('error', onError);
+      holder.stdout?.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString('utf8');
+        if (stdout.includes('karotte-ready\n')) finish();
+        else if (stdout.length > 4096) finish(new SandboxError('SETUP_FAILED', 'unexpected output from sandbox setup'));
+      });
+    });
+    holder.stdout?.resume();
+    holder.stderr?.resume();
+    this.holderPid = holder.pid ?? 0;
+    // PID 1 of the namespace is unshare's only child.
+    const children = childrenOf(this.holderPid);
+    if (children.length !== 1) {
+      throw new SandboxError('SETUP_FAILED', `expected one namespace init under unshare ${this.holderPid}, found ${children.length}`);
+    }
+    this.initPid = children[0]!;
+    this.initStartTime = readProcess(this.initPid)?.startTime ?? 0;
+  }
+
+  /** True while the namespace's init lives. */
+  alive(): boolean {
+    return !this.exited && this.initPid > 0 && isSameProcessAlive(this.initPid, this.initStartTime);
+  }
+
+  /**
+   * argv that runs `program` as the student inside the sandbox: limits prefix, nsenter into
+   * every namespace of PID 1 (nsenter forks, so the program is inside the PID namespace),
+   * the root launcher (closes inherited descriptors above `keepFd`), then setpriv.
+   */
+  launchArgv(uid: number, keepFd: number, program: readonly string[]): string[] {
+    if (!this.alive()) throw new SandboxError('DESTROYED', 'the sandbox namespaces are gone');
+    const { bins, prefix } = this.options;
+    return [
+      ...prefix,
+      bins.nsenter,
+      `--target=${this.initPid}`,
+      '--mount',
+      '--uts',
+      '--ipc',
+      '--net',
+      '--pid',
+      '--',
+      bins.bash,
+      '--noprofile',
+      '--norc',
+      '-c',
+      LAUNCH_SCRIPT,
+      'karotte-launch',
+      bins.setpriv,
+      String(uid),
+      String(keepFd),
+      ...program,
+    ];
+  }
+
+  /** argv that runs `program` as root inside the sandbox's network namespace only. */
+  rootNetArgv(program: readonly string[]): string[] {
+    return [this.options.bins.nsenter, `--target=${this.initPid}`, '--net', '--', ...program];
+  }
+
+  /**
+   * Kill PID 1 (the kernel then kills every process of the PID namespace) and close the
+   * harness pipe. Idempotent; safe when start() failed half-way.
+   */
+  async stop(timeoutMs = 5000): Promise<void> {
+    if (this.initPid > 0 && isSameProcessAlive(this.initPid, this.initStartTime)) {
+      try {
+        process.kill(this.initPid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    const holder = this.holder;
+    if (holder) {
+      holder.stdin?.destroy();
+      if (!this.exited) {
+        try {
+          holder.kill('SIGKILL');
+        } catch {
+          // gone
+        }
+        await new Promise<void>((resolve) => {
+          if (this.exited) {
+            resolve();
+            return;
+          }
+          const timer = setTimeout(resolve, timeoutMs);
+          holder.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      holder.stdout?.destroy();
+      holder.stderr?.destroy();
+    }
+    const deadline = Date.now() + timeoutMs;
+    while (this.initPid > 0 && isSameProcessAlive(this.initPid, this.initStartTime) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+}

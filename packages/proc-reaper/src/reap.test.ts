@@ -1,0 +1,336 @@
+// Unit tests of the reap loop's logic against a scripted engine (no root, no processes):
+// what counts as proof, the pid-exhaustion hole, incomplete walks, the order of the steps.
+// The same loop runs against real processes in reap.integration.test.ts.
+import type { GroupKillResult, KillableGroup } from '@karotte/limits';
+import { describe, expect, it } from 'vitest';
+import { ProcReaperError } from './errors.js';
+import type { HelperOutcome } from './in-cohort.js';
+import type { LiveProcess, WalkResult } from './procfs.js';
+import { reap, runReap } from './reap.js';
+import type { InitView, ReapEngine } from './reap.js';
+import { confirmedReapRecordSchema, reapRecordSchema } from './record.js';
+
+const OWN_NS = 'pid:[4026531836]';
+const OPTIONS = { deadlineMs: 1_000, passIntervalMs: 50 };
+
+interface Script {
+  /** One helper outcome per run; the last repeats. */
+  helper?: HelperOutcome[];
+  /** Walk results in order (pre-walk and kill-sweep walks alike); the last repeats. */
+  walks?: WalkResult[];
+  namespaces?: Record<number, string>;
+  init?: (InitView | undefined)[];
+  groupLive?: number[][];
+}
+
+function live(...pids: number[]): LiveProcess[] {
+  return pids.map((pid) => ({ pid, name: `p${pid}`, state: 'S' }));
+}
+
+const CLEAN: WalkResult = { alive: [], complete: true, vanished: 0 };
+const CONFIRMED: HelperOutcome = { status: 'confirmed', rounds: 100 };
+
+function fakeEngine(script: Script) {
+  let clock = 0;
+  const log: string[] = [];
+  const killedPids: number[] = [];
+  let helperCalls = 0;
+  let walkCalls = 0;
+  let initCalls = 0;
+  let groupCalls = 0;
+  const pick = <T>(list: T[] | undefined, index: number, fallback: T): T =>
+    list === undefined || list.length === 0 ? fallback : (list[Math.min(index, list.length - 1)] ?? fallback);
+  const engine: ReapEngine = {
+    now: () => clock,
+    sleep: (ms) => {
+      clock += ms;
+      log.push('sleep');
+      return Promise.resolve();
+    },
+    walk: () => {
+      log.push('walk');
+      clock += 1;
+      return pick(script.walks, walkCalls++, CLEAN);
+    },
+    kill: (pid) => {
+      log.push(`kill ${pid}`);
+      killedPids.push(pid);
+      return true;
+    },
+    pidNamespaceOf: (pid) => script.namespaces?.[pid] ?? OWN_NS,
+    ownPidNamespace: OWN_NS,
+    runInCohort: () => {
+      log.push('helper');
+      clock += 5;
+      return Promise.resolve(pick(script.helper, helperCalls++, CONFIRMED));
+    },
+    inspectInit: () => pick(script.init, initCalls++, undefined),
+    liveGroupMembers: () => {
+      log.push('group-members');
+      return Promise.resolve(pick(script.groupLive, groupCalls++, []));
+    },
+    checkAbort: () => undefined,
+  };
+  return { engine, log, killedPids };
+}
+
+function fakeGroup(log: string[], fail = false): KillableGroup {
+  return {
+    name: 'karotte-fake',
+    killAll: (): Promise<GroupKillResult> => {
+      log.push('group-kill');
+      return fail
+        ? Promise.reject(new Error('freezer did not freeze'))
+        : Promise.resolve({ mechanism: 'freeze-kill-thaw', signalled: 3 });
+    },
+    pids: () => Promise.resolve([]),
+  };
+}
+
+describe('runReap', () => {
+  it('confirms in one pass when the in-cohort kill ran and the complete sweep after it is empty', async () => {
+    const { engine, log } = fakeEngine({});
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 1, misbehavior: [], tier: 'confirmed' });
+    expect(log).toEqual(['walk', 'helper', 'walk']);
+    expect(confirmedReapRecordSchema.parse(JSON.parse(JSON.stringify(record)))).toEqual(record);
+  });
+
+  it('never succeeds when the helper never ran, however clean the sweeps (the pid-exhaustion hole)', async () => {
+    const { engine } = fakeEngine({ helper: [{ status: 'timed_out' }] });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record.confirmedEmpty).toBe(false);
+    expect(record.confirmedAt).toBeNull();
+    expect(record.inCohort.timedOut).toBe(record.passes);
+    expect(record.misbehavior).toHaveLength(1);
+    expect(record.misbehavior[0]!.code).toBe('UNREAPABLE');
+    expect(record.misbehavior[0]!.message).toMatch(/in-cohort kill never ran.*proves nothing/);
+  });
+
+  it('needs the in-cohort kill in the SAME pass as the clean sweep', async () => {
+    // Pass 1: helper ran, but the sweep still found (and killed) pid 7.
+    // Pass 2: the sweep is clean, but the student stopped the helper: not proof.
+    // Pass 3: helper ran and the sweep is clean: proof.
+    const { engine } = fakeEngine({
+      helper: [CONFIRMED, { status: 'signalled', signal: 'SIGKILL' }, CONFIRMED],
+      walks: [
+        { alive: live(7), complete: true, vanished: 0 },
+        { alive: live(7), complete: true, vanished: 0 },
+        CLEAN,
+      ],
+    });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 3 });
+    expect(record.killed.sweep).toBe(1);
+    expect(record.swept).toEqual([{ pid: 7, name: 'p7' }]);
+    expect(record.inCohort).toMatchObject({ runs: 3, confirmed: 2, signalled: 1 });
+  });
+
+  it('never treats an incomplete walk as clean, even when it lists nothing', async () => {
+    const { engine } = fakeEngine({
+      walks: [{ alive: [], complete: false, vanished: 0, problem: 'EMFILE' }],
+    });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record.confirmedEmpty).toBe(false);
+    expect(record.incompleteWalks).toBeGreaterThan(10);
+    expect(record.misbehavior[0]!.message).toMatch(/could not be walked completely/);
+    expect(record.problems).toContain('EMFILE');
+  });
+
+  it('re-walks an incomplete kill sweep within the pass and proves on the complete one', async () => {
+    const { engine, log } = fakeEngine({
+      walks: [CLEAN, { alive: [], complete: false, vanished: 0 }, CLEAN],
+    });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 1, incompleteWalks: 1 });
+    expect(log).toEqual(['walk', 'helper', 'walk', 'walk']);
+  });
+
+  it('kills the group first, then the namespace init, then walks, runs the helper and sweeps', async () => {
+    const { engine, log } = fakeEngine({
+      init: [
+        { startTime: 9, isForeignInit: true, dead: false },
+        { startTime: 9, isForeignInit: true, dead: true },
+      ],
+    });
+    const group = fakeGroup(log);
+    const record = await runReap({ uid: 5000, group, pidNamespaceInitPid: 4242 }, OPTIONS, engine);
+    expect(log).toEqual(['group-kill', 'kill 4242', 'walk', 'helper', 'walk', 'group-members']);
+    expect(record).toMatchObject({
+      confirmedEmpty: true,
+      killed: { cgroup: 3, pidns: 1, inCohort: 0, sweep: 0 },
+      target: { uid: 5000, group: 'karotte-fake', pidNamespaceInitPid: 4242 },
+    });
+  });
+
+  it('waits until the group has no live member', async () => {
+    const { engine } = fakeEngine({ groupLive: [[11, 12], [12], []] });
+    const log: string[] = [];
+    const record = await runReap(
+      { uid: 5000, group: fakeGroup(log), pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 3 });
+    expect(log.filter((entry) => entry === 'group-kill')).toHaveLength(3);
+  });
+
+  it('records a failing group kill as a problem; emptiness is still what decides', async () => {
+    const { engine } = fakeEngine({});
+    const record = await runReap(
+      { uid: 5000, group: fakeGroup([], true), pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record.confirmedEmpty).toBe(true);
+    expect(record.problems.join()).toMatch(/freezer did not freeze/);
+  });
+
+  it('kills student processes in a foreign PID namespace before the helper, as pidns kills', async () => {
+    const { engine, killedPids } = fakeEngine({
+      walks: [{ alive: live(70, 71), complete: true, vanished: 0 }, CLEAN],
+      namespaces: { 70: 'pid:[4026532999]' },
+    });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(killedPids).toEqual([70]);
+    expect(record.killed).toEqual({ cgroup: 0, pidns: 1, inCohort: 1, sweep: 0 });
+  });
+
+  it('does not kill a pid that is not the init of a foreign PID namespace', async () => {
+    const { engine, killedPids } = fakeEngine({
+      init: [{ startTime: 1, isForeignInit: false, dead: false }],
+    });
+    const record = await runReap(
+      { uid: undefined, group: undefined, pidNamespaceInitPid: 300 },
+      OPTIONS,
+      engine,
+    );
+    expect(killedPids).toEqual([]);
+    expect(record.confirmedEmpty).toBe(true);
+    expect(record.problems.join()).toMatch(/not the init of another PID namespace/);
+  });
+
+  it('treats a reused init pid (other start time) as the namespace being gone', async () => {
+    const { engine, killedPids } = fakeEngine({
+      init: [
+        { startTime: 1, isForeignInit: true, dead: false },
+        { startTime: 1, isForeignInit: true, dead: false },
+        { startTime: 2, isForeignInit: true, dead: false },
+      ],
+    });
+    const record = await runReap(
+      { uid: undefined, group: undefined, pidNamespaceInitPid: 300 },
+      OPTIONS,
+      engine,
+    );
+    expect(killedPids).toEqual([300]);
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 2 });
+  });
+
+  it('reports an init that never dies as unreapable', async () => {
+    const { engine } = fakeEngine({ init: [{ startTime: 1, isForeignInit: true, dead: false }] });
+    const record = await runReap(
+      { uid: undefined, group: undefined, pidNamespaceInitPid: 300 },
+      OPTIONS,
+      engine,
+    );
+    expect(record.confirmedEmpty).toBe(false);
+    expect(record.misbehavior[0]!.message).toMatch(/PID-namespace init 300 was still alive/);
+  });
+
+  it('lists survivors (escaped) at the deadline', async () => {
+    const { engine } = fakeEngine({
+      walks: [{ alive: [{ pid: 99, name: 'evil\nname', state: 'D' }], complete: true, vanished: 0 }],
+    });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record.survivors).toEqual([{ pid: 99, name: 'evil\\nname' }]);
+    expect(record.misbehavior[0]!.message).toContain('99 (evil\\nname)');
+    expect(reapRecordSchema.parse(JSON.parse(JSON.stringify(record)))).toEqual(record);
+  });
+
+  it('throws HELPER_UNAVAILABLE when the helper fails with an exit status (a host fault)', async () => {
+    const { engine } = fakeEngine({
+      helper: [{ status: 'failed', exitCode: 1, stderr: 'setpriv: unknown capability' }],
+    });
+    await expect(
+      runReap({ uid: 5000, group: undefined, pidNamespaceInitPid: undefined }, OPTIONS, engine),
+    ).rejects.toMatchObject({ code: 'HELPER_UNAVAILABLE' });
+  });
+
+  it('retries a helper that failed for lack of pids or memory (a student can cause that)', async () => {
+    const { engine } = fakeEngine({
+      helper: [
+        {
+          status: 'failed',
+          exitCode: 127,
+          stderr: 'setpriv: failed to execute /bin/sh: Resource temporarily unavailable',
+        },
+        { status: 'spawn_failed', errno: 'EAGAIN', message: 'spawn EAGAIN' },
+        CONFIRMED,
+      ],
+    });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 3 });
+    expect(record.inCohort.failed).toBe(2);
+  });
+
+  it('stops with ABORTED when the abort check fires', async () => {
+    const { engine } = fakeEngine({ helper: [{ status: 'timed_out' }] });
+    let calls = 0;
+    engine.checkAbort = () => {
+      calls += 1;
+      if (calls > 3) throw new ProcReaperError('ABORTED', 'aborted');
+    };
+    await expect(
+      runReap({ uid: 5000, group: undefined, pidNamespaceInitPid: undefined }, OPTIONS, engine),
+    ).rejects.toMatchObject({ code: 'ABORTED' });
+  });
+});
+
+describe('reap() argument checks (before any privilege check)', () => {
+  it('refuses uid 0 as a caller error naming the field', async () => {
+    await expect(reap({ uid: 0 })).rejects.toMatchObject({ name: 'BadArgumentError', field: 'uid' });
+  });
+
+  it('refuses an empty target, unknown keys and a bad group', async () => {
+    await expect(reap({})).rejects.toMatchObject({ name: 'BadArgumentError' });
+    await expect(reap({ uid: 5000, pid: 3 } as never)).rejects.toMatchObject({ field: 'pid' });
+    await expect(reap({ uid: 5000, group: { name: 'x' } as never })).rejects.toMatchObject({
+      field: 'group',
+    });
+    await expect(reap({ uid: 5000 }, { deadlineMs: -1 })).rejects.toMatchObject({ field: 'deadlineMs' });
+    await expect(reap({ uid: 5000 }, { timeout: 5 } as never)).rejects.toMatchObject({ field: 'timeout' });
+  });
+});

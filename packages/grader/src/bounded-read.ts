@@ -7,8 +7,7 @@ import { isErrno, toSystemError } from '@karotte/base';
 export type BoundedReadRefusal = 'missing' | 'symlink' | 'not_regular' | 'too_large' | 'unreadable';
 
 export type BoundedReadResult =
-  | { ok: true; bytes: Buffer }
-  | { ok: false; refusal: BoundedReadRefusal; message: string; size?: number };
+  { ok: true; bytes: Buffer } | { ok: false; refusal: BoundedReadRefusal; message: string; size?: number };
 
 /**
  * Read at most `maxBytes` from the regular file at `filePath`, refusing anything else.
@@ -30,7 +29,8 @@ export async function readBounded(filePath: string, maxBytes: number): Promise<B
       constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY,
     );
   } catch (error) {
-    if (isErrno(error, 'ENOENT', 'ENOTDIR')) return { ok: false, refusal: 'missing', message: 'no such file' };
+    if (isErrno(error, 'ENOENT', 'ENOTDIR'))
+      return { ok: false, refusal: 'missing', message: 'no such file' };
     if (isErrno(error, 'ELOOP')) return { ok: false, refusal: 'symlink', message: 'is a symbolic link' };
     if (isErrno(error, 'EACCES', 'EPERM', 'ENXIO', 'EWOULDBLOCK', 'EAGAIN', 'ETXTBSY')) {
       return { ok: false, refusal: 'unreadable', message: `cannot open (${error.code})` };

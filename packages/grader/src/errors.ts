@@ -38,6 +38,11 @@ export class GraderError extends KarotteError<GraderErrorCode> {
   override readonly name = 'GraderError';
 
   constructor(code: GraderErrorCode, message: string, options: { cause?: unknown; kind?: ErrorKind } = {}) {
-    super({ code, message, kind: options.kind ?? (code === 'INTERNAL' ? 'internal' : 'system'), cause: options.cause });
+    super({
+      code,
+      message,
+      kind: options.kind ?? (code === 'INTERNAL' ? 'internal' : 'system'),
+      cause: options.cause,
+    });
   }
 }

@@ -1,10 +1,89 @@
 export { GraderError, GRADER_ERROR_CODES } from './errors.js';
 export type { GraderErrorCode } from './errors.js';
-export { createExecutableJudge, executableJudgeOptionsSchema } from './judges/executable.js';
-export type { ExecutableJudgeOptions } from './judges/executable.js';
+export {
+  collectAndGrade,
+  gradeSubmission,
+  collectAndGradeOptionsSchema,
+  gradeOptionsSchema,
+} from './collect.js';
+export type {
+  CollectAndGradeOptions,
+  GradeOptions,
+  StudentHandle,
+  SubmissionCollector,
+  CollectorReap,
+  CollectorReclaim,
+  CollectorCustody,
+} from './collect.js';
+export { createDefaultCollector } from './default-collector.js';
 export { evaluateJudge } from './judge.js';
 export type { Judge, JudgeContext } from './judge.js';
-export { parseScoreBytes, readScoreFile, scoreFileSchema, scoreLimitsSchema, maxScoreFileBytes } from './score.js';
+export { createExecutableJudge, executableJudgeOptionsSchema } from './judges/executable.js';
+export type { ExecutableJudgeOptions } from './judges/executable.js';
+export { createFunctionJudge, functionJudgeOptionsSchema } from './judges/function.js';
+export type { FunctionJudgeOptions, FunctionJudgeResult, JudgeFunction } from './judges/function.js';
+export { createRegexJudge, regexJudgeOptionsSchema } from './judges/regex.js';
+export type { RegexJudgeOptions } from './judges/regex.js';
+export {
+  createRubricJudge,
+  rubricJudgeOptionsSchema,
+  rubricCriterionSchema,
+  rubricAssessmentSchema,
+  renderRubricPrompt,
+  parseRubricReply,
+} from './judges/rubric.js';
+export type {
+  RubricJudgeOptions,
+  RubricCriterion,
+  RubricMaterial,
+  RubricAssessmentRequest,
+  RubricAssessment,
+  RubricModel,
+} from './judges/rubric.js';
+export { allOf, anyOf, weighted } from './judges/compose.js';
+export type { CompositeOptions, WeightedJudge } from './judges/compose.js';
+export {
+  parseScoreBytes,
+  readScoreFile,
+  scoreFileSchema,
+  scoreLimitsSchema,
+  maxScoreFileBytes,
+} from './score.js';
 export type { ScoreLimits, ScoreParseResult } from './score.js';
-export { verdictSchema, verdictJsonSchema, VERDICT_SCHEMA_VERSION, GRADER_FAILURE_REASONS } from './verdict.js';
-export type { Verdict, JudgeReport, GraderFailure, GraderFailureReason } from './verdict.js';
+export { readBounded } from './bounded-read.js';
+export type { BoundedReadResult, BoundedReadRefusal } from './bounded-read.js';
+export { parseJsonStrict } from './json.js';
+export type { JsonValue, JsonParseLimits, JsonParseResult } from './json.js';
+export {
+  verdictSchema,
+  verdictJsonSchema,
+  judgeReportSchema,
+  graderFailureSchema,
+  hostFaultSchema,
+  limitHitSchema,
+  confinementSchema,
+  reapSummarySchema,
+  reclaimSummarySchema,
+  custodySummarySchema,
+  networkCheckSchema,
+  limitContractSchema,
+  VERDICT_SCHEMA_VERSION,
+  GRADER_FAILURE_REASONS,
+  JUDGE_KINDS,
+} from './verdict.js';
+export type {
+  Verdict,
+  JudgeReport,
+  JudgeKind,
+  GraderFailure,
+  GraderFailureReason,
+  HostFault,
+  LimitHit,
+  LimitContract,
+  Confinement,
+  ReapSummary,
+  ReclaimSummary,
+  CustodySummary,
+  NetworkCheck,
+  Timings,
+} from './verdict.js';

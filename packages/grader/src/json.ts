@@ -21,8 +21,11 @@ export type JsonParseResult = { ok: true; value: JsonValue } | { ok: false; reas
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
-class JsonSyntaxError {
-  constructor(readonly reason: string) {}
+/** Internal: unwinds the parser to its one catch; never leaves this module. */
+class JsonSyntaxError extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
 }
 
 /** Parse `text` as one JSON value under `limits`. Never throws for bad input. */

@@ -47,7 +47,7 @@ export const IN_PROCESS_CONFINEMENT: Confinement = Object.freeze({
   wallTime: 'detected_and_reaped',
   output: 'not_supported',
   networkIsolated: false,
-}) as Confinement;
+});
 
 export interface ReportBase {
   readonly name: string;
@@ -58,7 +58,11 @@ export interface ReportBase {
 }
 
 /** A `scored` report. */
-export function scoredReport(base: ReportBase, score: number, metadata: Record<string, JsonValue> = {}): JudgeReport {
+export function scoredReport(
+  base: ReportBase,
+  score: number,
+  metadata: Record<string, JsonValue> = {},
+): JudgeReport {
   return {
     name: base.name,
     kind: base.kind,
@@ -107,7 +111,11 @@ export function failedReport(
 
 /** An `error` report (a host or environment fault). */
 export function errorReport(base: ReportBase, fault: { code: string; message: string }): JudgeReport {
-  const error: HostFault = { code: fault.code, message: escapeForDisplay(fault.message, 2048), phase: 'judge' };
+  const error: HostFault = {
+    code: fault.code,
+    message: escapeForDisplay(fault.message, 2048),
+    phase: 'judge',
+  };
   return {
     name: base.name,
     kind: base.kind,

@@ -56,7 +56,11 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 export function parseScoreBytes(bytes: Uint8Array, limits: ScoreLimits = {}): ScoreParseResult {
   const { maxMetadataBytes, maxMetadataDepth } = parseOptions(scoreLimitsSchema, limits, 'score limits');
   if (bytes.length > maxMetadataBytes + 4 * KiB) {
-    return { ok: false, reason: 'SCORE_FILE_TOO_LARGE', message: `score file is over ${maxMetadataBytes + 4 * KiB} bytes` };
+    return {
+      ok: false,
+      reason: 'SCORE_FILE_TOO_LARGE',
+      message: `score file is over ${maxMetadataBytes + 4 * KiB} bytes`,
+    };
   }
   let text: string;
   try {
@@ -70,7 +74,11 @@ export function parseScoreBytes(bytes: Uint8Array, limits: ScoreLimits = {}): Sc
     const reason: GraderFailureReason = parsed.reason.startsWith('nesting deeper')
       ? 'METADATA_TOO_DEEP'
       : 'SCORE_NOT_JSON';
-    return { ok: false, reason, message: `score file is not strict JSON: ${escapeForDisplay(parsed.reason)}` };
+    return {
+      ok: false,
+      reason,
+      message: `score file is not strict JSON: ${escapeForDisplay(parsed.reason)}`,
+    };
   }
   const checked = scoreFileSchema.safeParse(parsed.value);
   if (!checked.success) {
@@ -87,11 +95,19 @@ export function parseScoreBytes(bytes: Uint8Array, limits: ScoreLimits = {}): Sc
   const metadata = (checked.data.metadata ?? {}) as Record<string, JsonValue>;
   const depth = jsonDepth(metadata);
   if (depth > maxMetadataDepth) {
-    return { ok: false, reason: 'METADATA_TOO_DEEP', message: `metadata is nested ${depth} deep, over ${maxMetadataDepth}` };
+    return {
+      ok: false,
+      reason: 'METADATA_TOO_DEEP',
+      message: `metadata is nested ${depth} deep, over ${maxMetadataDepth}`,
+    };
   }
   const size = Buffer.byteLength(JSON.stringify(metadata), 'utf8');
   if (size > maxMetadataBytes) {
-    return { ok: false, reason: 'METADATA_TOO_LARGE', message: `metadata is ${size} bytes, over ${maxMetadataBytes}` };
+    return {
+      ok: false,
+      reason: 'METADATA_TOO_LARGE',
+      message: `metadata is ${size} bytes, over ${maxMetadataBytes}`,
+    };
   }
   // -0 is a valid JSON number in range; report it as 0.
   const score = checked.data.score === 0 ? 0 : checked.data.score;

@@ -275,8 +275,5 @@ export type Verdict = z.infer<typeof verdictSchema>;
 
 /** The verdict schema as JSON Schema (draft 2020-12), as published in `schema/verdict.schema.json`. */
 export function verdictJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(verdictSchema, { target: 'draft-2020-12', unrepresentable: 'throw' }) as Record<
-    string,
-    unknown
-  >;
+  return z.toJSONSchema(verdictSchema, { target: 'draft-2020-12', unrepresentable: 'throw' });
 }

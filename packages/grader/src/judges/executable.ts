@@ -168,7 +168,8 @@ const TAIL_BYTES = 4 * KiB;
  */
 export function createExecutableJudge(options: ExecutableJudgeOptions): Judge {
   const resolved = parseOptions(executableJudgeOptionsSchema, options, 'executable judge options');
-  const workDir = resolved.workDir ?? (resolved.isolation === 'sandbox' ? '/var/lib/karotte/grader' : os.tmpdir());
+  const workDir =
+    resolved.workDir ?? (resolved.isolation === 'sandbox' ? '/var/lib/karotte/grader' : os.tmpdir());
   if (resolved.isolation === 'sandbox' && SCRATCH_DIRS.some((dir) => isWithin(workDir, dir))) {
     throw new BadArgumentError(
       `workDir ${workDir} is under a scratch directory that the sandbox replaces with a private tmpfs`,
@@ -213,10 +214,17 @@ async function checkInterpreter(interpreter: string, forOthers: boolean): Promis
   try {
     resolveTrustedBinary(path.basename(interpreter), { dirs: [path.dirname(interpreter)] });
   } catch (error) {
-    const code = KarotteError.isInstance(error) && error.code === 'BINARY_NOT_FOUND' ? 'GRADER_NOT_FOUND' : 'UNTRUSTED_INTERPRETER';
-    throw new GraderError(code, `interpreter ${interpreter}: ${error instanceof Error ? error.message : String(error)}`, {
-      cause: error,
-    });
+    const code =
+      KarotteError.isInstance(error) && error.code === 'BINARY_NOT_FOUND'
+        ? 'GRADER_NOT_FOUND'
+        : 'UNTRUSTED_INTERPRETER';
+    throw new GraderError(
+      code,
+      `interpreter ${interpreter}: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        cause: error,
+      },
+    );
   }
   if (!forOthers) return;
   // The grader's fresh uid is "others" everywhere: it must be able to reach and run the
@@ -225,7 +233,10 @@ async function checkInterpreter(interpreter: string, forOthers: boolean): Promis
   for (;;) {
     const stats = await stat(dir);
     if ((stats.mode & 0o001) === 0) {
-      throw new GraderError('UNTRUSTED_INTERPRETER', `${dir} is not searchable by others: the grader's uid cannot reach ${interpreter}`);
+      throw new GraderError(
+        'UNTRUSTED_INTERPRETER',
+        `${dir} is not searchable by others: the grader's uid cannot reach ${interpreter}`,
+      );
     }
     if (dir === '/') break;
     dir = path.dirname(dir);
@@ -243,7 +254,8 @@ async function checkProgram(program: string): Promise<void> {
   } catch (error) {
     throw new GraderError('GRADER_NOT_FOUND', `grader program ${program} does not exist`, { cause: error });
   }
-  if (!stats.isFile()) throw new GraderError('GRADER_NOT_FOUND', `grader program ${program} is not a regular file`);
+  if (!stats.isFile())
+    throw new GraderError('GRADER_NOT_FOUND', `grader program ${program} is not a regular file`);
 }
 
 /** Make sure the base directory is root-owned and not writable by anyone else. */
@@ -252,7 +264,10 @@ async function prepareWorkDir(workDir: string, sandbox: boolean): Promise<void> 
   await mkdir(workDir, { recursive: true, mode: 0o711 });
   const stats = await lstat(workDir);
   if (!stats.isDirectory() || stats.uid !== 0 || (stats.mode & 0o022) !== 0) {
-    throw new GraderError('SETUP_FAILED', `${workDir} must be a root-owned directory not writable by group or others`);
+    throw new GraderError(
+      'SETUP_FAILED',
+      `${workDir} must be a root-owned directory not writable by group or others`,
+    );
   }
 }
 
@@ -266,13 +281,22 @@ function resolveBinaries(): SandboxBinaries {
       setpriv: resolveTrustedBinary('setpriv'),
     };
   } catch (error) {
-    throw new GraderError('CONFINEMENT_UNAVAILABLE', `a binary the grader sandbox needs is missing: ${String(error)}`, {
-      cause: error,
-    });
+    throw new GraderError(
+      'CONFINEMENT_UNAVAILABLE',
+      `a binary the grader sandbox needs is missing: ${String(error)}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 
-async function runExecutable(resolved: Resolved, workDir: string, name: string, context: JudgeContext): Promise<JudgeReport> {
+async function runExecutable(
+  resolved: Resolved,
+  workDir: string,
+  name: string,
+  context: JudgeContext,
+): Promise<JudgeReport> {
   const startedAt = performance.now();
   const sandboxed = resolved.isolation === 'sandbox';
   const interpreter = resolved.interpreter ?? process.execPath;
@@ -286,7 +310,10 @@ async function runExecutable(resolved: Resolved, workDir: string, name: string, 
   let cleanupFault: string | undefined;
   try {
     if (sandboxed && process.getuid?.() !== 0) {
-      throw new GraderError('CONFINEMENT_UNAVAILABLE', 'the grader sandbox needs root (use isolation: "process" without it)');
+      throw new GraderError(
+        'CONFINEMENT_UNAVAILABLE',
+        'the grader sandbox needs root (use isolation: "process" without it)',
+      );
     }
     await checkProgram(resolved.program);
     await checkInterpreter(interpreter, sandboxed);
@@ -311,8 +338,13 @@ async function runExecutable(resolved: Resolved, workDir: string, name: string, 
     const home = path.join(root, 'home');
 
     if (context.submissionDir !== null) {
-      const copied = await copyTree(context.submissionDir, submissionDir, { ...owner, ...modes, maxEntries: 1_000_000 });
-      if (!copied.ok) throw new GraderError('SETUP_FAILED', `cannot copy the custody directory: ${copied.message}`);
+      const copied = await copyTree(context.submissionDir, submissionDir, {
+        ...owner,
+        ...modes,
+        maxEntries: 1_000_000,
+      });
+      if (!copied.ok)
+        throw new GraderError('SETUP_FAILED', `cannot copy the custody directory: ${copied.message}`);
     } else {
       await mkdir(submissionDir, { mode: modes.dirMode });
     }
@@ -321,11 +353,16 @@ async function runExecutable(resolved: Resolved, workDir: string, name: string, 
       try {
         copied = await copyTree(context.hiddenDir, hiddenDir, { ...owner, ...modes, maxEntries: 1_000_000 });
       } catch (error) {
-        throw new GraderError('HIDDEN_DATA_UNAVAILABLE', `cannot copy hidden data ${context.hiddenDir}: ${String(error)}`, {
-          cause: error,
-        });
+        throw new GraderError(
+          'HIDDEN_DATA_UNAVAILABLE',
+          `cannot copy hidden data ${context.hiddenDir}: ${String(error)}`,
+          {
+            cause: error,
+          },
+        );
       }
-      if (!copied.ok) throw new GraderError('HIDDEN_DATA_UNAVAILABLE', `cannot copy hidden data: ${copied.message}`);
+      if (!copied.ok)
+        throw new GraderError('HIDDEN_DATA_UNAVAILABLE', `cannot copy hidden data: ${copied.message}`);
     } else {
       await mkdir(hiddenDir, { mode: modes.dirMode });
     }
@@ -434,7 +471,8 @@ async function runExecutable(resolved: Resolved, workDir: string, name: string, 
         }),
       );
     }
-    if (root !== undefined && cleanupFault === undefined) await rm(root, { recursive: true, force: true }).catch(() => undefined);
+    if (root !== undefined && cleanupFault === undefined)
+      await rm(root, { recursive: true, force: true }).catch(() => undefined);
     if (identity !== undefined && cleanupFault === undefined) await identity.release().catch(() => undefined);
   }
 }
@@ -499,7 +537,10 @@ async function judgeOutcome(
   scoreFile: string,
 ): Promise<JudgeReport> {
   if (!result.started) {
-    throw new GraderError('SETUP_FAILED', `the grader could not be started: ${escapeForDisplay(result.setupError ?? 'unknown')}`);
+    throw new GraderError(
+      'SETUP_FAILED',
+      `the grader could not be started: ${escapeForDisplay(result.setupError ?? 'unknown')}`,
+    );
   }
   if (result.aborted) return errorReport(base, { code: 'ABORTED', message: 'grading was cancelled' });
   const details = {
@@ -510,13 +551,31 @@ async function judgeOutcome(
     stdoutTail: escapeForDisplay(result.stdoutTail, 8 * KiB),
   };
   if (result.timedOut) {
-    return failedReport(base, context, 'TIMEOUT', `grader ran past its ${resolved.timeoutMs} ms limit`, details);
+    return failedReport(
+      base,
+      context,
+      'TIMEOUT',
+      `grader ran past its ${resolved.timeoutMs} ms limit`,
+      details,
+    );
   }
   if (result.outputLimit !== null) {
-    return failedReport(base, context, 'OUTPUT_LIMIT', `grader flooded ${result.outputLimit} past ${resolved.outputBytes} bytes`, details);
+    return failedReport(
+      base,
+      context,
+      'OUTPUT_LIMIT',
+      `grader flooded ${result.outputLimit} past ${resolved.outputBytes} bytes`,
+      details,
+    );
   }
   if (stats.oomKills > 0) {
-    return failedReport(base, context, 'MEMORY_LIMIT', `grader hit its ${resolved.memoryBytes}-byte memory limit`, details);
+    return failedReport(
+      base,
+      context,
+      'MEMORY_LIMIT',
+      `grader hit its ${resolved.memoryBytes}-byte memory limit`,
+      details,
+    );
   }
   if (result.signal !== null) {
     return failedReport(base, context, 'SIGNAL', `grader was killed by ${result.signal}`, details);

@@ -144,7 +144,9 @@ export async function createGraderCgroup(options: CreateCgroupOptions): Promise<
   }
   const unified = self.get('');
   if (unified !== undefined) {
-    const controllers = await readFile(path.join(root, unified, 'cgroup.controllers'), 'utf8').catch(() => '');
+    const controllers = await readFile(path.join(root, unified, 'cgroup.controllers'), 'utf8').catch(
+      () => '',
+    );
     const have = new Set(controllers.trim().split(/\s+/));
     if (have.has('memory') && have.has('pids')) return createV2(path.join(root, unified), name, options);
   }
@@ -179,8 +181,15 @@ async function createV1(
     const memoryLimitBytes = await readNumber(path.join(dirs.memory, 'memory.limit_in_bytes'));
     const pidsLimit = await readNumber(path.join(dirs.pids, 'pids.max'));
     // Read back: the kernel rounds the memory limit down to a page; anything else is a refusal.
-    if (memoryLimitBytes === null || memoryLimitBytes > options.memoryBytes || memoryLimitBytes < options.memoryBytes - 65536) {
-      throw new GraderError('CONFINEMENT_UNAVAILABLE', `memory limit did not take (read back ${memoryLimitBytes})`);
+    if (
+      memoryLimitBytes === null ||
+      memoryLimitBytes > options.memoryBytes ||
+      memoryLimitBytes < options.memoryBytes - 65536
+    ) {
+      throw new GraderError(
+        'CONFINEMENT_UNAVAILABLE',
+        `memory limit did not take (read back ${memoryLimitBytes})`,
+      );
     }
     if (pidsLimit !== options.pids) {
       throw new GraderError('CONFINEMENT_UNAVAILABLE', `pids limit did not take (read back ${pidsLimit})`);
@@ -236,19 +245,29 @@ async function createV2(parent: string, name: string, options: CreateCgroupOptio
   try {
     await mkdir(dir);
   } catch (error) {
-    throw new GraderError('CONFINEMENT_UNAVAILABLE', `cannot create ${dir}: ${String(error)}`, { cause: error });
+    throw new GraderError('CONFINEMENT_UNAVAILABLE', `cannot create ${dir}: ${String(error)}`, {
+      cause: error,
+    });
   }
   try {
     // Order: no swap first (else the group pages out instead of hitting the limit), then
     // the limit, and oom.group so the OOM killer takes the whole grader, not one process.
-    if (await exists(path.join(dir, 'memory.swap.max'))) await writeText(path.join(dir, 'memory.swap.max'), '0\n');
+    if (await exists(path.join(dir, 'memory.swap.max')))
+      await writeText(path.join(dir, 'memory.swap.max'), '0\n');
     await writeText(path.join(dir, 'memory.max'), `${options.memoryBytes}\n`);
     await writeText(path.join(dir, 'memory.oom.group'), '1\n');
     await writeText(path.join(dir, 'pids.max'), `${options.pids}\n`);
     const memoryLimitBytes = await readNumber(path.join(dir, 'memory.max'));
     const pidsLimit = await readNumber(path.join(dir, 'pids.max'));
-    if (memoryLimitBytes === null || memoryLimitBytes > options.memoryBytes || memoryLimitBytes < options.memoryBytes - 65536) {
-      throw new GraderError('CONFINEMENT_UNAVAILABLE', `memory limit did not take (read back ${memoryLimitBytes})`);
+    if (
+      memoryLimitBytes === null ||
+      memoryLimitBytes > options.memoryBytes ||
+      memoryLimitBytes < options.memoryBytes - 65536
+    ) {
+      throw new GraderError(
+        'CONFINEMENT_UNAVAILABLE',
+        `memory limit did not take (read back ${memoryLimitBytes})`,
+      );
     }
     if (pidsLimit !== options.pids) {
       throw new GraderError('CONFINEMENT_UNAVAILABLE', `pids limit did not take (read back ${pidsLimit})`);
@@ -273,11 +292,17 @@ async function createV2(parent: string, name: string, options: CreateCgroupOptio
   } catch (error) {
     await rmdir(dir).catch(() => undefined);
     if (error instanceof GraderError) throw error;
-    throw new GraderError('CONFINEMENT_UNAVAILABLE', `cannot configure ${dir}: ${String(error)}`, { cause: error });
+    throw new GraderError('CONFINEMENT_UNAVAILABLE', `cannot configure ${dir}: ${String(error)}`, {
+      cause: error,
+    });
   }
 }
 
-async function destroyGroup(group: GraderCgroup, dirs: readonly string[], timeoutMs: number): Promise<boolean> {
+async function destroyGroup(
+  group: GraderCgroup,
+  dirs: readonly string[],
+  timeoutMs: number,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if ((await group.pids()).length === 0) break;

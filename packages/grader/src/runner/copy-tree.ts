@@ -24,7 +24,11 @@ export type CopyTreeResult = { ok: true; entries: number; bytes: number } | { ok
  * in a destination only root can write, then given the grader's group so it can read them but
  * not change them.
  */
-export async function copyTree(source: string, destination: string, options: CopyTreeOptions): Promise<CopyTreeResult> {
+export async function copyTree(
+  source: string,
+  destination: string,
+  options: CopyTreeOptions,
+): Promise<CopyTreeResult> {
   let entries = 0;
   let bytes = 0;
   const walk = async (from: string, to: string, depth: number): Promise<string | undefined> => {

@@ -49,7 +49,9 @@ export async function allocateGraderIdentity(options: AllocateIdentityOptions): 
   try {
     await mkdir(options.lockDir, { recursive: true, mode: 0o700 });
   } catch (error) {
-    throw new GraderError('SETUP_FAILED', `cannot create ${options.lockDir}: ${String(error)}`, { cause: error });
+    throw new GraderError('SETUP_FAILED', `cannot create ${options.lockDir}: ${String(error)}`, {
+      cause: error,
+    });
   }
   for (let attempt = 0; attempt < 32; attempt += 1) {
     const uid = options.first + randomInt(options.count);

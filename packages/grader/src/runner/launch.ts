@@ -164,7 +164,9 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
   return new Promise((resolve) => {
     const started = performance.now();
     const [file, args] =
-      options.sandbox === null ? [options.argv[0], options.argv.slice(1)] : sandboxArgv(options, options.sandbox);
+      options.sandbox === null
+        ? [options.argv[0], options.argv.slice(1)]
+        : sandboxArgv(options, options.sandbox);
     const child = spawn(file, args, {
       cwd: options.cwd,
       env: options.env,
@@ -207,8 +209,12 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       void killTree();
     };
 
-    const timer = setTimeout(() => stop('timeout'), options.timeoutMs);
-    const onAbort = (): void => stop('abort');
+    const timer = setTimeout(() => {
+      stop('timeout');
+    }, options.timeoutMs);
+    const onAbort = (): void => {
+      stop('abort');
+    };
     options.abortSignal.addEventListener('abort', onAbort, { once: true });
     if (options.abortSignal.aborted) stop('abort');
 

@@ -30,7 +30,13 @@ export function runTrusted(file: string, args: readonly string[], timeoutMs = 10
   return new Promise((resolve, reject) => {
     execFile(file, args, { timeout: timeoutMs, killSignal: 'SIGKILL', env: {} }, (error, _stdout, stderr) => {
       if (error === null) resolve();
-      else reject(toSystemError(Object.assign(error, { message: `${error.message} ${stderr}`.trim() }), `${file} ${args.join(' ')}`));
+      else
+        reject(
+          toSystemError(
+            Object.assign(error, { message: `${error.message} ${stderr}`.trim() }),
+            `${file} ${args.join(' ')}`,
+          ),
+        );
     });
   });
 }

@@ -1,0 +1,175 @@
+import { BadArgumentError } from '@karotte/base';
+import { childPath, elapsed, evaluateJudge } from '../judge.js';
+import type { Judge, JudgeContext } from '../judge.js';
+import type { Confinement, JudgeKind, JudgeReport } from '../verdict.js';
+
+/** Options of a composite judge. */
+export interface CompositeOptions {
+  /**
+   * Name in reports.
+   * @default the kind (`all`, `any`, `weighted`)
+   */
+  readonly name?: string;
+}
+
+/** A judge with its weight in a `weighted` composite. */
+export interface WeightedJudge {
+  readonly judge: Judge;
+  /** A positive, finite weight. */
+  readonly weight: number;
+}
+
+/** Runtime check for callers without TypeScript (no narrowing to any[]). */
+function isNonEmptyList(value: unknown): boolean {
+  return Array.isArray(value) && value.length > 0;
+}
+
+const LEVEL_ORDER: Record<Confinement['level'], number> = { in_process: 0, process: 1, sandbox: 2 };
+
+/** The weakest confinement among reports (the one a verdict must admit to). */
+export function weakestConfinement(reports: readonly JudgeReport[]): Confinement | null {
+  let weakest: Confinement | null = null;
+  for (const report of reports) {
+    if (weakest === null || LEVEL_ORDER[report.confinement.level] < LEVEL_ORDER[weakest.level])
+      weakest = report.confinement;
+  }
+  return weakest;
+}
+
+function checkJudges(judges: readonly unknown[], field: string): asserts judges is readonly Judge[] {
+  if (!isNonEmptyList(judges))
+    throw new BadArgumentError(`${field} must be a non-empty array of judges`, { field });
+  judges.forEach((judge, index) => {
+    if (typeof judge !== 'object' || judge === null || typeof (judge as Judge).evaluate !== 'function') {
+      throw new BadArgumentError(`${field}[${index}] is not a judge`, { field: `${field}[${index}]` });
+    }
+  });
+}
+
+/**
+ * Run children in order and combine. Shared rules: a child `error` (host fault) makes the
+ * composite `error`; a child `failed` (a grader failure on the submission) makes it `failed`
+ * with score 0, because such a failure is the student's; the rest combine their scores.
+ * `stopEarly` ends the run once the outcome cannot change.
+ */
+async function runComposite(
+  kind: JudgeKind,
+  name: string,
+  children: readonly { judge: Judge; weight?: number }[],
+  context: JudgeContext,
+  combine: (scores: readonly { score: number; weight: number }[]) => number,
+  stopEarly: (score: number) => boolean,
+): Promise<JudgeReport> {
+  const startedAt = performance.now();
+  const reports: JudgeReport[] = [];
+  const names = new Map<string, number>();
+  for (const child of children) {
+    const seen = names.get(child.judge.name) ?? 0;
+    names.set(child.judge.name, seen + 1);
+    const label = seen === 0 ? child.judge.name : `${child.judge.name}#${seen + 1}`;
+    const report = await evaluateJudge(child.judge, { ...context, path: childPath(context.path, label) });
+    reports.push(child.weight === undefined ? report : { ...report, weight: child.weight });
+    if (report.status !== 'scored' || stopEarly(report.score)) break;
+  }
+  const confinement = weakestConfinement(reports)!;
+  const limitHits = reports.flatMap((r) => r.limitHits);
+  const base = {
+    name,
+    kind,
+    metadata: {},
+    limitHits,
+    confinement,
+    durationMs: elapsed(startedAt),
+    children: reports,
+  };
+  const errored = reports.find((r) => r.status === 'error');
+  if (errored !== undefined)
+    return { ...base, status: 'error', score: 0, failure: null, error: errored.error };
+  const failed = reports.find((r) => r.status === 'failed');
+  if (failed !== undefined)
+    return { ...base, status: 'failed', score: 0, failure: failed.failure, error: null };
+  const score = combine(reports.map((r, i) => ({ score: r.score, weight: children[i]!.weight ?? 1 })));
+  return { ...base, status: 'scored', score: Math.min(1, Math.max(0, score)), failure: null, error: null };
+}
+
+/**
+ * Every judge must pass: the score is the lowest child score. Stops at the first child that
+ * scores 0 (the outcome cannot change).
+ * @throws BadArgumentError when `judges` is empty or holds a non-judge.
+ */
+export function allOf(judges: readonly Judge[], options: CompositeOptions = {}): Judge {
+  checkJudges(judges, 'judges');
+  const name = options.name ?? 'all';
+  return {
+    kind: 'all',
+    name,
+    evaluate: (context) =>
+      runComposite(
+        'all',
+        name,
+        judges.map((judge) => ({ judge })),
+        context,
+        (s) => Math.min(...s.map((x) => x.score)),
+        (score) => score === 0,
+      ),
+  };
+}
+
+/**
+ * One judge is enough: the score is the highest child score. Stops at the first child that
+ * scores 1.
+ * @throws BadArgumentError when `judges` is empty or holds a non-judge.
+ */
+export function anyOf(judges: readonly Judge[], options: CompositeOptions = {}): Judge {
+  checkJudges(judges, 'judges');
+  const name = options.name ?? 'any';
+  return {
+    kind: 'any',
+    name,
+    evaluate: (context) =>
+      runComposite(
+        'any',
+        name,
+        judges.map((judge) => ({ judge })),
+        context,
+        (s) => Math.max(...s.map((x) => x.score)),
+        (score) => score === 1,
+      ),
+  };
+}
+
+/**
+ * A weighted mean of every child's score: Σ weight·score / Σ weight.
+ * @throws BadArgumentError when empty, or a weight is not positive and finite.
+ */
+export function weighted(entries: readonly WeightedJudge[], options: CompositeOptions = {}): Judge {
+  if (!isNonEmptyList(entries)) {
+    throw new BadArgumentError('entries must be a non-empty array', { field: 'entries' });
+  }
+  entries.forEach((entry, index) => {
+    if (typeof entry.weight !== 'number' || !Number.isFinite(entry.weight) || entry.weight <= 0) {
+      throw new BadArgumentError(`entries[${index}].weight must be a positive finite number`, {
+        field: `entries[${index}].weight`,
+      });
+    }
+  });
+  checkJudges(
+    entries.map((e) => e.judge),
+    'entries',
+  );
+  const name = options.name ?? 'weighted';
+  const total = entries.reduce((sum, e) => sum + e.weight, 0);
+  return {
+    kind: 'weighted',
+    name,
+    evaluate: (context) =>
+      runComposite(
+        'weighted',
+        name,
+        entries,
+        context,
+        (s) => s.reduce((sum, x) => sum + x.score * x.weight, 0) / total,
+        () => false,
+      ),
+  };
+}

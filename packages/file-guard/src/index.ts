@@ -11,3 +11,11 @@ export {
   durableLogOptionsSchema,
 } from './options.js';
 export type { ReclaimOptions, WriteDurablyOptions, DurableLogOptions } from './options.js';
+export { takeCustody, linkStaysInside } from './custody.js';
+export type { CustodyResult } from './custody.js';
+export { custodyManifestSchema, custodyEntrySchema, custodySourceStatusSchema } from './manifest.js';
+export type { CustodyManifest, CustodyEntry, CustodySourceStatus } from './manifest.js';
+export { ARCHIVE_MIME_TYPES, detectType, policyViolation } from './file-types.js';
+export type { DetectedType } from './file-types.js';
+export { custodyOptionsSchema, custodySourceSchema, fileTypePolicySchema } from './options.js';
+export type { CustodyOptions, CustodySource, FileTypePolicy } from './options.js';

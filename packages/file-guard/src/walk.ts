@@ -75,9 +75,11 @@ export function openDirectoryComponents(
   startFd: number,
   components: readonly Buffer[],
 ): { ok: true; fd: number; stats: fs.BigIntStats } | { ok: false; failure: WalkFailure } {
-  let current = startFd;
-  let stats = fs.fstatSync(startFd, { bigint: true });
-  let owned = false;
+  // Always hand back a descriptor of its own, even for no components, so the caller can
+  // close it without closing `startFd`.
+  let current = reopen(startFd, REOPEN_DIR_FLAGS);
+  let stats = fs.fstatSync(current, { bigint: true });
+  let owned = true;
   try {
     for (let index = 0; index < components.length; index += 1) {
       const classified = classifyAt(current, components[index]!);
@@ -107,9 +109,8 @@ export function openDirectoryComponents(
           const errno = errnoOf(error);
           return { ok: false, failure: { kind: lookupFailureKind(errno), index, errno, cause: error } };
         }
-        if (owned) closeQuietly(current);
+        closeQuietly(current);
         current = next;
-        owned = true;
         stats = classified.stats;
       } finally {
         closeQuietly(classified.pathFd);

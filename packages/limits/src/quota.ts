@@ -369,8 +369,12 @@ export async function createQuota(options: QuotaOptions): Promise<Quota> {
   }
 }
 
-/** Blocks free (for the student) at or below which a quota counts as full. */
-const FULL_FREE_BLOCKS = 16;
+/**
+ * Free bytes below which a quota counts as full. ext4 refuses a write that needs more
+ * clusters than are free (a 1 MiB write fails with up to ~1 MiB still free), so "full" is
+ * "less than one typical write left", not "zero".
+ */
+export const QUOTA_FULL_SLACK_BYTES = 1024 * 1024;
 
 class LoopQuota implements Quota {
   readonly id: string;
@@ -434,7 +438,7 @@ class LoopQuota implements Quota {
   private check(): void {
     const stat = fs.statfsSync(this.path);
     const nowMs = Date.now();
-    if (stat.bavail <= FULL_FREE_BLOCKS && !this.seenEvents.has('disk_bytes')) {
+    if (stat.bavail * stat.bsize < QUOTA_FULL_SLACK_BYTES && !this.seenEvents.has('disk_bytes')) {
       this.seenEvents.set('disk_bytes', {
         limit: 'disk_bytes',
         kind: 'full',

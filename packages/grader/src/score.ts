@@ -73,7 +73,9 @@ export function parseScoreBytes(bytes: Uint8Array, limits: ScoreLimits = {}): Sc
   if (!parsed.ok) {
     const reason: GraderFailureReason = parsed.reason.startsWith('nesting deeper')
       ? 'METADATA_TOO_DEEP'
-      : 'SCORE_NOT_JSON';
+      : parsed.reason.startsWith('string too long')
+        ? 'METADATA_TOO_LARGE'
+        : 'SCORE_NOT_JSON';
     return {
       ok: false,
       reason,

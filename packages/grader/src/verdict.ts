@@ -269,7 +269,12 @@ export const verdictSchema = z
     startedAt: z.iso.datetime(),
     finishedAt: z.iso.datetime(),
   })
-  .strict();
+  .strict()
+  .meta({
+    title: 'Karotte grader verdict',
+    description:
+      'What @karotte/grader concluded about one run: status, score, misbehavior, grader failure, host fault, limit hits, reap record, custody manifest, network check, confinement and timings.',
+  });
 
 export type Verdict = z.infer<typeof verdictSchema>;
 

@@ -1,1 +1,40 @@
-export {};
+export { createSandbox, reclaimStaleSandboxes, ALWAYS_COVERED } from './sandbox.js';
+export type { Sandbox, TeardownReport } from './sandbox.js';
+export {
+  sandboxOptionsSchema,
+  sandboxLimitsSchema,
+  networkOptionsSchema,
+  allowedEndpointSchema,
+  execOptionsSchema,
+  DEFAULT_FIRST_UID,
+  DEFAULT_UID_COUNT,
+  DEFAULT_STATE_DIR,
+} from './options.js';
+export type { SandboxOptions, ParsedSandboxOptions, ExecOptions } from './options.js';
+export type { ExecResult } from './shell.js';
+export {
+  viewOptionsSchema,
+  writeOptionsSchema,
+  replaceOptionsSchema,
+  listOptionsSchema,
+} from './file-tools.js';
+export type {
+  SandboxFiles,
+  FileToolFailure,
+  ViewOptions,
+  ViewResult,
+  WriteOptions,
+  WriteResult,
+  ReplaceOptions,
+  ReplaceResult,
+  ListOptions,
+  ListResult,
+} from './file-tools.js';
+export { networkVerdictSchema, networkProbeSchema, FORBIDDEN_TARGETS } from './network.js';
+export type { NetworkVerdict, NetworkProbe, NetworkTarget } from './network.js';
+export { SandboxError } from './errors.js';
+export type { SandboxErrorCode } from './errors.js';
+export { sanitizeEnvironment, isSafePathEntry, sanitizePathList, DEFAULT_PASS_ENV, DEFAULT_STUDENT_PATH } from './env.js';
+export type { EnvRemoval } from './env.js';
+export { listLeases, leaseRecordSchema } from './identity.js';
+export type { LeaseRecord } from './identity.js';

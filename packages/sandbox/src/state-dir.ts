@@ -27,7 +27,7 @@ export function ensureRootOnlyDir(dir: string): void {
     if (stats.uid !== 0) {
       throw new SandboxError('SETUP_FAILED', `${current} is owned by uid ${stats.uid}, not root; refusing it as state`);
     }
-    if ((stats.mode & constants.S_IWOTH) !== 0 && (stats.mode & constants.S_ISVTX) === 0) {
+    if ((stats.mode & constants.S_IWOTH) !== 0 && (stats.mode & 0o1000) === 0) {
       throw new SandboxError('SETUP_FAILED', `${current} is writable by others; refusing it as state`);
     }
     if (last && (stats.mode & 0o777) !== 0o700) chmodSync(current, 0o700);

@@ -1,0 +1,140 @@
+import net from 'node:net';
+import { z } from 'zod';
+import { GiB, KiB, MiB } from '@karotte/base';
+import { DEFAULT_PASS_ENV } from './env.js';
+
+/** First uid of the reserved range: ids nobody else hands out (above systemd's dynamic and container ranges). */
+export const DEFAULT_FIRST_UID = 2_000_000_000;
+/** Size of the reserved uid range. */
+export const DEFAULT_UID_COUNT = 1_000_000;
+/** Where leases and per-sandbox state live (root-only 0700, covered inside every sandbox). */
+export const DEFAULT_STATE_DIR = '/run/karotte/sandbox';
+
+const absolutePath = z
+  .string()
+  .startsWith('/')
+  .max(4096)
+  .refine((value) => !value.includes('\0') && !value.includes('\n'), 'must not contain NUL or newline');
+
+/** Student limits. Sizes in bytes, times in ms. */
+export const sandboxLimitsSchema = z
+  .object({
+    /** Memory of the whole sandbox (processes, page cache, /tmp and /dev/shm files, SysV shm). @default derived by @karotte/limits (host RAM − 1 GiB headroom) */
+    memoryBytes: z.number().int().min(16 * MiB).optional(),
+    /** Most processes and threads at once. @default 2048 */
+    pidsMax: z.number().int().min(8).max(4_194_304).default(2048),
+    /** CPU weight 1–10000. @default the host default */
+    cpuWeight: z.number().int().min(1).max(10_000).optional(),
+    /** Kernel-enforced disk quota of the working directory (a preallocated ext4 image). @default 1 GiB */
+    diskBytes: z.number().int().min(8 * MiB).default(GiB),
+    /** Files and directories the working directory can hold. @default min(65536, diskBytes / 16 KiB) */
+    diskInodes: z.number().int().min(64).optional(),
+    /** Size of the private /tmp (tmpfs; its pages count against memoryBytes). @default 256 MiB */
+    tmpBytes: z.number().int().min(MiB).default(256 * MiB),
+    /** Size of the private /dev/shm. @default 64 MiB */
+    shmBytes: z.number().int().min(MiB).default(64 * MiB),
+    /** RLIMIT_NOFILE. @default 4096 */
+    nofile: z.number().int().min(16).max(1_048_576).default(4096),
+    /** RLIMIT_FSIZE (largest file one process may write). @default unset */
+    fsizeBytes: z.number().int().positive().optional(),
+  })
+  .strict();
+
+/** An address and TCP/UDP port the student may reach (e.g. a model proxy). */
+export const allowedEndpointSchema = z
+  .object({
+    address: z.string().refine((value) => net.isIPv4(value), 'must be an IPv4 address'),
+    port: z.number().int().min(1).max(65_535),
+  })
+  .strict();
+
+/** Network of the sandbox. */
+export const networkOptionsSchema = z.discriminatedUnion('mode', [
+  z.object({ mode: z.literal('loopback') }).strict(),
+  z
+    .object({
+      mode: z.literal('allowList'),
+      /** The only endpoints reachable (IPv4). Each gets a host route through a veth pair; nothing else is routed. */
+      allow: z.array(allowedEndpointSchema).min(1).max(16),
+      /**
+       * Network namespace (a name under /run/netns) that holds the veth's other end; the allowed
+       * addresses must be addresses of that namespace. @default the host's namespace
+       */
+      peerNetns: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional(),
+      /** Address of the sandbox's end of the veth. @default 100.127.x.y/32 derived from the sandbox */
+      sandboxAddress: z.string().refine((value) => net.isIPv4(value), 'must be an IPv4 address').optional(),
+    })
+    .strict(),
+]);
+
+/** Options of {@link createSandbox}. Strict: a misspelled key is an error naming it. */
+export const sandboxOptionsSchema = z
+  .object({
+    /** Student limits. @default {} */
+    limits: sandboxLimitsSchema.prefault({}),
+    /**
+     * Host paths the student must never reach (the task directory, hidden data, harness state):
+     * each is covered by an empty read-only root-only tmpfs (or file) inside the sandbox. Keep
+     * them in root-only 0700 directories as well. Karotte's own state directories, /root and
+     * /home are always covered. @default []
+     */
+    hiddenPaths: z.array(absolutePath).max(256).default([]),
+    /** The student's user name inside the sandbox (whoami, $USER; HOME is /home/<userName>). @default 'student' */
+    userName: z
+      .string()
+      .regex(/^[a-z_][a-z0-9_-]{0,31}$/)
+      .default('student'),
+    /** Extra environment for the student (the task's own variables); loader variables are cleaned. @default {} */
+    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(128 * KiB)).default({}),
+    /** Harness variables copied to the student when set. Never put secrets here. @default ['LANG', 'LC_ALL', 'LC_CTYPE', 'TZ'] */
+    passEnv: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).default([...DEFAULT_PASS_ENV]),
+    /** Network: loopback only, or an allow-list through a veth pair. @default { mode: 'loopback' } */
+    network: networkOptionsSchema.default({ mode: 'loopback' }),
+    /** Default per-command timeout of exec(). @default 300000 */
+    commandTimeoutMs: z.number().int().positive().max(3_600_000).default(300_000),
+    /** Output kept per stream per command: the first headBytes and the last tailBytes. */
+    output: z
+      .object({
+        /** @default 12288 */
+        headBytes: z.number().int().nonnegative().max(64 * MiB).default(12 * KiB),
+        /** @default 4096 */
+        tailBytes: z.number().int().nonnegative().max(64 * MiB).default(4 * KiB),
+      })
+      .strict()
+      .prefault({}),
+    /** Root-only directory of uid leases and per-sandbox state. @default '/run/karotte/sandbox' */
+    stateDir: absolutePath.default(DEFAULT_STATE_DIR),
+    /** The reserved uid range (uid = gid). @default { first: 2000000000, count: 1000000 } */
+    uidRange: z
+      .object({
+        first: z.number().int().min(1000).max(4_294_000_000).default(DEFAULT_FIRST_UID),
+        count: z.number().int().min(1).max(100_000_000).default(DEFAULT_UID_COUNT),
+      })
+      .strict()
+      .prefault({}),
+    /** Node.js run as the student for the network check and file tools. @default process.execPath, else a trusted `node` */
+    studentNode: absolutePath.optional(),
+    /** Bound on building the namespaces. @default 30000 */
+    setupTimeoutMs: z.number().int().positive().max(600_000).default(30_000),
+    /** Bound on reaping at teardown; past it the reap record carries UNREAPABLE. @default 30000 */
+    reapDeadlineMs: z.number().int().positive().max(600_000).default(30_000),
+    /** Cancels creation (everything made so far is removed). */
+    abortSignal: z.instanceof(AbortSignal).optional(),
+  })
+  .strict();
+
+/** Options of {@link createSandbox} as a caller writes them. */
+export type SandboxOptions = z.input<typeof sandboxOptionsSchema>;
+/** Options after defaults. */
+export type ParsedSandboxOptions = z.output<typeof sandboxOptionsSchema>;
+
+/** Options of {@link Sandbox.exec}. */
+export const execOptionsSchema = z
+  .object({
+    /** Per-command timeout: past it the foreground job is killed, the shell stays. @default the sandbox's commandTimeoutMs */
+    timeoutMs: z.number().int().positive().max(3_600_000).optional(),
+    /** Stops the command like a timeout. */
+    abortSignal: z.instanceof(AbortSignal).optional(),
+  })
+  .strict();
+export type ExecOptions = z.input<typeof execOptionsSchema>;

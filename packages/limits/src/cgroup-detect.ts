@@ -108,8 +108,8 @@ export function parseProcCgroup(text: string): Map<string, string> {
 function dirThroughMount(mount: MountEntry, cgroupPath: string): string | null {
   const root = mount.root === '/' ? '' : mount.root;
   if (cgroupPath !== root && !cgroupPath.startsWith(`${root}/`) && root !== '') return null;
-  const relative = cgroupPath.slice(root.length);
-  return path.join(mount.mountPoint, relative);
+  const relative = cgroupPath.slice(root.length).replace(/\/+$/, '');
+  return relative === '' ? mount.mountPoint : path.join(mount.mountPoint, relative);
 }
 
 /** Inputs of detection (the real /proc files unless given; tests pass their own). */

@@ -109,12 +109,17 @@ describe('cgroup groups on this host', () => {
     cleanups.push(() => killUid(uid));
     const prefix = created.launchPrefix({ rlimits: { nofile: 77, fsizeBytes: 5 * MiB } });
     const run = await runBounded(
-      [...prefix, ...asUid(uid, ['/bin/cat', '/proc/self/cgroup', '/proc/self/oom_score_adj', '/proc/self/limits'])],
+      [
+        ...prefix,
+        ...asUid(uid, ['/bin/cat', '/proc/self/cgroup', '/proc/self/oom_score_adj', '/proc/self/limits']),
+      ],
       20_000,
     );
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    const cgroupLines = run.stdout.split('\n').filter((line) => /^\d+:[^:]*(memory|pids|freezer)[^:]*:/.test(line));
+    const cgroupLines = run.stdout
+      .split('\n')
+      .filter((line) => /^\d+:[^:]*(memory|pids|freezer)[^:]*:/.test(line));
     expect(cgroupLines.length).toBeGreaterThanOrEqual(3);
     for (const line of cgroupLines) expect(line.endsWith(`/${created.name}`)).toBe(true);
     expect(run.stdout).toMatch(/^1000$/m);
@@ -147,12 +152,23 @@ describe('cgroup groups on this host', () => {
     const created = await group({ name: uniqueName(), memoryBytes: 96 * MiB, pidsMax: 64 });
     // Read back first: the hog only runs inside a limit we have just seen in force.
     expect(created.limits.memoryBytes).toBe(96 * MiB);
-    expect(Number(readCgroupFile(created, created.backend === 'cgroup-v1' ? 'memory.limit_in_bytes' : 'memory.max'))).toBe(96 * MiB);
+    expect(
+      Number(
+        readCgroupFile(created, created.backend === 'cgroup-v1' ? 'memory.limit_in_bytes' : 'memory.max'),
+      ),
+    ).toBe(96 * MiB);
     const uid = testUid();
     cleanups.push(() => killUid(uid));
     // `tail` keeps an unterminated line whole: it buffers everything `head` sends (512 MiB).
     const run = await runBounded(
-      [...created.launchPrefix(), ...asUid(uid, ['/bin/sh', '-c', '/usr/bin/head -c 536870912 /dev/zero | /usr/bin/tail -n 1 > /dev/null'])],
+      [
+        ...created.launchPrefix(),
+        ...asUid(uid, [
+          '/bin/sh',
+          '-c',
+          '/usr/bin/head -c 536870912 /dev/zero | /usr/bin/tail -n 1 > /dev/null',
+        ]),
+      ],
       60_000,
     );
     expect(run.timedOut).toBe(false);
@@ -174,13 +190,24 @@ describe('cgroup groups on this host', () => {
 
   it('stops a tmpfs filler at the limit (RAM-backed files count) and reports it', async () => {
     const created = await group({ name: uniqueName(), memoryBytes: 96 * MiB, pidsMax: 64 });
-    expect(Number(readCgroupFile(created, created.backend === 'cgroup-v1' ? 'memory.limit_in_bytes' : 'memory.max'))).toBe(96 * MiB);
+    expect(
+      Number(
+        readCgroupFile(created, created.backend === 'cgroup-v1' ? 'memory.limit_in_bytes' : 'memory.max'),
+      ),
+    ).toBe(96 * MiB);
     const uid = testUid();
     cleanups.push(() => killUid(uid));
     // A private tmpfs far larger than the limit, so only the memory cgroup can stop the fill.
     const mount = tempDir('limits-tmpfs');
     cleanups.push(mount.cleanup);
-    execFileSync('/usr/bin/mount', ['-t', 'tmpfs', '-o', 'size=512m,mode=1777', 'karotte-test-tmpfs', mount.dir]);
+    execFileSync('/usr/bin/mount', [
+      '-t',
+      'tmpfs',
+      '-o',
+      'size=512m,mode=1777',
+      'karotte-test-tmpfs',
+      mount.dir,
+    ]);
     cleanups.push(() => {
       execFileSync('/usr/bin/umount', [mount.dir]);
     });
@@ -237,7 +264,11 @@ describe('cgroup groups on this host', () => {
     const relay = runBounded(
       [
         ...created.launchPrefix(),
-        ...asUid(uid, ['/bin/sh', '-c', '(sleep 60 & kill -STOP $!) ; r() { (r &) ; sleep 0.01; }; while :; do r; sleep 0.01; done']),
+        ...asUid(uid, [
+          '/bin/sh',
+          '-c',
+          '(sleep 60 & kill -STOP $!) ; r() { (r &) ; sleep 0.01; }; while :; do r; sleep 0.01; done',
+        ]),
       ],
       60_000,
     );

@@ -17,7 +17,10 @@ export interface BoundedRun {
  */
 export function runBounded(argv: readonly string[], timeoutMs: number): Promise<BoundedRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' } });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' },
+    });
     let stdout = '';
     let stderr = '';
     let timedOut = false;

@@ -19,3 +19,30 @@ export { ARCHIVE_MIME_TYPES, detectType, policyViolation } from './file-types.js
 export type { DetectedType } from './file-types.js';
 export { custodyOptionsSchema, custodySourceSchema, fileTypePolicySchema } from './options.js';
 export type { CustodyOptions, CustodySource, FileTypePolicy } from './options.js';
+export { readUntrusted, writeUntrusted, statUntrusted, listUntrusted } from './untrusted.js';
+export type {
+  UntrustedFailure,
+  ReadUntrustedSuccess,
+  ReadUntrustedResult,
+  WriteUntrustedSuccess,
+  WriteUntrustedResult,
+  UntrustedStat,
+  UntrustedEntry,
+  StatUntrustedResult,
+  ListUntrustedResult,
+} from './untrusted.js';
+export { UNTRUSTED_FAILURE_REASONS } from './helper.js';
+export type { UntrustedFailureReason } from './helper.js';
+export type { EntryType } from './fd-path.js';
+export {
+  readUntrustedOptionsSchema,
+  writeUntrustedOptionsSchema,
+  listUntrustedOptionsSchema,
+  statUntrustedOptionsSchema,
+} from './options.js';
+export type {
+  ReadUntrustedOptions,
+  WriteUntrustedOptions,
+  ListUntrustedOptions,
+  StatUntrustedOptions,
+} from './options.js';

@@ -174,7 +174,7 @@ export async function reclaim(uid: number, options: ReclaimOptions): Promise<Rec
     rootLoop: for (const root of parsed.roots) {
       const rootBytes = Buffer.from(root);
       if (isExcluded(rootBytes)) continue;
-      const opened = openAbsoluteDirectory(rootBytes);
+      const opened = openAbsoluteDirectory(rootBytes, true);
       if (!opened.ok) {
         if (opened.failure.kind === 'missing') missingRoots.push(escapeForDisplay(rootBytes));
         else

@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import {
   DIR_FLAGS,
+  O_PATH,
   PATH_FLAGS,
   closeQuietly,
   errnoOf,
@@ -12,7 +13,7 @@ import {
   splitComponents,
 } from './fd-path.js';
 
-const { O_NOFOLLOW } = fs.constants;
+const { O_NOFOLLOW, O_DIRECTORY } = fs.constants;
 /** Reopening through the magic link must not carry O_NOFOLLOW (the link *is* the final component). */
 export const REOPEN_DIR_FLAGS = DIR_FLAGS & ~O_NOFOLLOW;
 
@@ -67,17 +68,19 @@ export function lookupFailureKind(errno: string | undefined): WalkFailure['kind'
 }
 
 /**
- * Open the directory at `components` below `startFd`, each component classified with
- * O_PATH|O_NOFOLLOW and only then reopened as a directory through its own descriptor, so
- * the directory that was checked is the directory that is opened.
+ * Open the directory at `components` below `startFd`. Each component is classified with
+ * O_PATH|O_NOFOLLOW (a link is refused, never followed) and the walk continues from that
+ * O_PATH descriptor, so only search permission is needed on the way, as for a normal path
+ * walk. The final directory is reopened through its own descriptor (the inode that was
+ * checked is the one opened) as O_RDONLY|O_DIRECTORY when `readable`, else kept O_PATH.
+ * The returned descriptor is always new (the caller closes it, never `startFd`).
  */
 export function openDirectoryComponents(
   startFd: number,
   components: readonly Buffer[],
+  readable = false,
 ): { ok: true; fd: number; stats: fs.BigIntStats } | { ok: false; failure: WalkFailure } {
-  // Always hand back a descriptor of its own, even for no components, so the caller can
-  // close it without closing `startFd`.
-  let current = reopen(startFd, REOPEN_DIR_FLAGS);
+  let current = reopen(startFd, O_PATH | O_DIRECTORY);
   let stats = fs.fstatSync(current, { bigint: true });
   let owned = true;
   try {
@@ -94,27 +97,32 @@ export function openDirectoryComponents(
           },
         };
       }
-      try {
-        if (classified.stats.isSymbolicLink()) {
-          return {
-            ok: false,
-            failure: { kind: 'symlink', index, ownerUid: Number(classified.stats.uid) },
-          };
-        }
-        if (!classified.stats.isDirectory()) return { ok: false, failure: { kind: 'not-directory', index } };
-        let next: number;
-        try {
-          next = reopen(classified.pathFd, REOPEN_DIR_FLAGS);
-        } catch (error) {
-          const errno = errnoOf(error);
-          return { ok: false, failure: { kind: lookupFailureKind(errno), index, errno, cause: error } };
-        }
-        closeQuietly(current);
-        current = next;
-        stats = classified.stats;
-      } finally {
+      if (classified.stats.isSymbolicLink() || !classified.stats.isDirectory()) {
         closeQuietly(classified.pathFd);
+        return {
+          ok: false,
+          failure: classified.stats.isSymbolicLink()
+            ? { kind: 'symlink', index, ownerUid: Number(classified.stats.uid) }
+            : { kind: 'not-directory', index },
+        };
       }
+      closeQuietly(current);
+      current = classified.pathFd;
+      stats = classified.stats;
+    }
+    if (readable) {
+      let opened: number;
+      try {
+        opened = reopen(current, REOPEN_DIR_FLAGS);
+      } catch (error) {
+        const errno = errnoOf(error);
+        return {
+          ok: false,
+          failure: { kind: lookupFailureKind(errno), index: components.length - 1, errno, cause: error },
+        };
+      }
+      closeQuietly(current);
+      current = opened;
     }
     const result = { ok: true as const, fd: current, stats };
     owned = false;
@@ -130,10 +138,11 @@ export function openDirectoryComponents(
  */
 export function openAbsoluteDirectory(
   absolute: Buffer,
+  readable = false,
 ): { ok: true; fd: number; real: Buffer } | { ok: false; failure: WalkFailure } {
-  const rootFd = fs.openSync('/', REOPEN_DIR_FLAGS);
+  const rootFd = fs.openSync('/', O_PATH | O_DIRECTORY);
   try {
-    const opened = openDirectoryComponents(rootFd, splitComponents(absolute));
+    const opened = openDirectoryComponents(rootFd, splitComponents(absolute), readable);
     if (!opened.ok) return opened;
     return { ok: true, fd: opened.fd, real: fdRealPath(opened.fd) };
   } finally {

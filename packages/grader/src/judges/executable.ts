@@ -445,8 +445,10 @@ async function runExecutable(
     });
 
     let stats: CgroupStats = { memoryPeakBytes: null, oomKills: 0, pidsLimitHits: 0 };
+    let readBack = { memoryBytes: resolved.memoryBytes, pids: resolved.pids };
     if (cgroup !== undefined) {
       stats = await cgroup.stats();
+      readBack = { memoryBytes: cgroup.memoryLimitBytes, pids: cgroup.pidsLimit };
       // Whatever the program left behind dies here; the verdict waits for the proof.
       const emptied = await cgroup.destroy();
       cgroup = undefined;
@@ -454,7 +456,7 @@ async function runExecutable(
         throw new GraderError('SETUP_FAILED', "the grader's processes survived a cgroup kill (a host fault)");
       }
     }
-    base = { ...base, limitHits: limitHits(resolved, result, stats) };
+    base = { ...base, limitHits: limitHits(resolved, readBack, result, stats) };
     return await judgeOutcome(base, context, resolved, result, stats, scoreFile);
   } catch (error) {
     return errorReport(base, faultFromError(error));
@@ -482,7 +484,13 @@ async function chownAndMode(file: string, owner: { uid: number; gid: number }, m
   await chmod(file, mode);
 }
 
-function limitHits(resolved: Resolved, result: LaunchResult, stats: CgroupStats): LimitHit[] {
+/** Limit hits, with the limits as the kernel read them back (not as requested). */
+function limitHits(
+  resolved: Resolved,
+  readBack: { memoryBytes: number; pids: number },
+  result: LaunchResult,
+  stats: CgroupStats,
+): LimitHit[] {
   const hits: LimitHit[] = [];
   const contract = resolved.isolation === 'sandbox' ? 'prevented' : 'detected_and_reaped';
   if (result.timedOut) {
@@ -509,17 +517,17 @@ function limitHits(resolved: Resolved, result: LaunchResult, stats: CgroupStats)
     hits.push({
       scope: 'grader',
       limit: 'memory',
-      limitValue: resolved.memoryBytes,
+      limitValue: readBack.memoryBytes,
       observed: stats.memoryPeakBytes,
       enforcement: 'prevented',
-      message: `grader hit its ${resolved.memoryBytes}-byte memory limit (${stats.oomKills} OOM kill(s))`,
+      message: `grader hit its ${readBack.memoryBytes}-byte memory limit (${stats.oomKills} OOM kill(s))`,
     });
   }
   if (stats.pidsLimitHits > 0) {
     hits.push({
       scope: 'grader',
       limit: 'pids',
-      limitValue: resolved.pids,
+      limitValue: readBack.pids,
       observed: null,
       enforcement: 'prevented',
       message: `grader hit its ${resolved.pids}-process limit (${stats.pidsLimitHits} refused fork(s))`,
@@ -536,13 +544,13 @@ async function judgeOutcome(
   stats: CgroupStats,
   scoreFile: string,
 ): Promise<JudgeReport> {
+  if (result.aborted) return errorReport(base, { code: 'ABORTED', message: 'grading was cancelled' });
   if (!result.started) {
     throw new GraderError(
       'SETUP_FAILED',
       `the grader could not be started: ${escapeForDisplay(result.setupError ?? 'unknown')}`,
     );
   }
-  if (result.aborted) return errorReport(base, { code: 'ABORTED', message: 'grading was cancelled' });
   const details = {
     exitCode: result.exitCode,
     signal: result.signal,

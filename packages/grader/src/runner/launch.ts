@@ -136,6 +136,9 @@ function sandboxArgv(options: LaunchOptions, sandbox: SandboxSpec): [string, str
   return [b.unshare, args];
 }
 
+/** Deadline of the sandbox setup (namespaces, mounts) before the grader starts; past it, a host fault. */
+const SETUP_TIMEOUT_MS = 30_000;
+
 /** Keeps the last `size` bytes written to it. */
 class Tail {
   private chunks: Buffer[] = [];
@@ -200,18 +203,28 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
         }
       }
     };
-    const stop = (why: 'timeout' | 'abort' | 'stdout' | 'stderr'): void => {
+    const stop = (why: 'timeout' | 'abort' | 'setup' | 'stdout' | 'stderr'): void => {
       if (killedAt !== null) return;
       killedAt = performance.now();
       if (why === 'timeout') timedOut = true;
       else if (why === 'abort') aborted = true;
-      else outputLimit = why;
+      else if (why !== 'setup') outputLimit = why;
       void killTree();
     };
 
-    const timer = setTimeout(() => {
-      stop('timeout');
-    }, options.timeoutMs);
+    // The grader's clock starts when the grader starts: in a sandbox, at the readiness byte
+    // (setup is the host's business, with its own generous deadline).
+    const startClock = (): NodeJS.Timeout =>
+      setTimeout(() => {
+        stop('timeout');
+      }, options.timeoutMs);
+    let timer: NodeJS.Timeout | undefined = options.sandbox === null ? startClock() : undefined;
+    const setupTimer =
+      options.sandbox === null
+        ? undefined
+        : setTimeout(() => {
+            if (!ready) stop('setup');
+          }, SETUP_TIMEOUT_MS);
     const onAbort = (): void => {
       stop('abort');
     };
@@ -230,7 +243,10 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     watch('stderr', child.stderr);
     const readiness = child.stdio[3] as Readable | null | undefined;
     readiness?.on('data', (chunk: Buffer) => {
-      if (chunk.includes(0x52)) ready = true;
+      if (ready || !chunk.includes(0x52)) return;
+      ready = true;
+      clearTimeout(setupTimer);
+      if (killedAt === null) timer = startClock();
     });
     readiness?.on('error', () => undefined);
 
@@ -241,6 +257,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     child.on('exit', (code, signal) => {
       const exitedAt = performance.now();
       clearTimeout(timer);
+      clearTimeout(setupTimer);
       options.abortSignal.removeEventListener('abort', onAbort);
       // Give the pipes a moment to deliver what was written before the exit; a descendant
       // that kept them open does not hold the verdict (the group is killed by the caller).
@@ -293,6 +310,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     child.once('error', () => {
       if (child.pid !== undefined) return;
       clearTimeout(timer);
+      clearTimeout(setupTimer);
       options.abortSignal.removeEventListener('abort', onAbort);
       resolve({
         started: false,

@@ -104,12 +104,23 @@ export class World {
         else resolve();
       };
       const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
-        finish(
-          new SandboxError(
-            'SETUP_FAILED',
-            `sandbox setup exited (${code ?? signal}) before it was ready: ${stderr.trim() || '(no message)'}`,
-          ),
-        );
+        // stderr may still be in flight when the exit is seen: give it a moment to arrive.
+        const report = (): void => {
+          finish(
+            new SandboxError(
+              'SETUP_FAILED',
+              `sandbox setup exited (${String(code ?? signal)}) before it was ready: ${stderr.trim() || '(no message)'}`,
+            ),
+          );
+        };
+        if (holder.stderr === null || holder.stderr.readableEnded) report();
+        else {
+          const timer = setTimeout(report, 200);
+          holder.stderr.once('end', () => {
+            clearTimeout(timer);
+            report();
+          });
+        }
       };
       const onError = (error: Error): void => {
         finish(new SandboxError('SETUP_FAILED', 'cannot start the sandbox namespaces', { cause: error }));

@@ -38,3 +38,5 @@ export { sanitizeEnvironment, isSafePathEntry, sanitizePathList, DEFAULT_PASS_EN
 export type { EnvRemoval } from './env.js';
 export { listLeases, leaseRecordSchema } from './identity.js';
 export type { LeaseRecord } from './identity.js';
+export { checkHost, checkHostOptionsSchema, DEFENSE_NAMES } from './check.js';
+export type { HostCheck, DefenseReport, DefenseContract, CheckHostOptions } from './check.js';

@@ -1,0 +1,213 @@
+import { readlinkSync } from 'node:fs';
+import { z } from 'zod';
+import { MiB, parseOptions } from '@karotte/base';
+import { SandboxError } from './errors.js';
+import { DEFAULT_STATE_DIR } from './options.js';
+import { createSandbox, type Sandbox } from './sandbox.js';
+import { probeHostLimits } from './seams.js';
+
+/** How a defense is enforced on this host. */
+export type DefenseContract = 'prevented' | 'detected_and_reaped' | 'not_supported';
+
+/** One defense and how this host enforces it. JSON-serialisable. */
+export interface DefenseReport {
+  readonly name: string;
+  readonly contract: DefenseContract;
+  /** The mechanism (`PID namespace`, `cgroup v1 memory.limit_in_bytes`, …). */
+  readonly mechanism: string;
+  /** What was observed: the probe's evidence, or why the defense is missing. */
+  readonly reason: string;
+}
+
+/** What {@link checkHost} found. JSON-serialisable; `karotte check` prints it. */
+export interface HostCheck {
+  /** True when every defense is `prevented` (the kernel enforces it). */
+  readonly ok: boolean;
+  readonly root: boolean;
+  readonly defenses: readonly DefenseReport[];
+  readonly durationMs: number;
+}
+
+/** Options of {@link checkHost}. */
+export const checkHostOptionsSchema = z
+  .object({
+    /** State directory of the probe sandbox. @default '/run/karotte/sandbox' */
+    stateDir: z.string().startsWith('/').default(DEFAULT_STATE_DIR),
+    /** Cancels the check. */
+    abortSignal: z.instanceof(AbortSignal).optional(),
+  })
+  .strict();
+export type CheckHostOptions = z.input<typeof checkHostOptionsSchema>;
+
+/** Every defense a sandbox needs, in the order `karotte check` prints them. */
+export const DEFENSE_NAMES = [
+  'user_separation',
+  'no_privileges',
+  'pid_namespace',
+  'mount_namespace',
+  'read_only_host',
+  'ipc_namespace',
+  'uts_namespace',
+  'network_isolation',
+  'memory',
+  'pids',
+  'disk_bytes',
+  'disk_inodes',
+  'core_dumps',
+  'oom_preference',
+  'reaping',
+  'rootless_tier',
+] as const;
+
+const ROOTLESS: DefenseReport = {
+  name: 'rootless_tier',
+  contract: 'not_supported',
+  mechanism: 'user namespaces',
+  reason: 'no rootless tier is offered: a user-namespace sandbox cannot give a fresh host uid, cgroup limits or a disk quota; run as root',
+};
+
+const PROBE = [
+  'echo "uid=$(id -u) gid=$(id -g)"',
+  'grep -E "^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):" /proc/self/status',
+  'for n in pid mnt ipc uts net; do echo "ns-$n=$(readlink /proc/self/ns/$n)"; done',
+  'echo "procs=$(ls -d /proc/[0-9]* | wc -l)"',
+  'echo "oom=$(cat /proc/self/oom_score_adj)"',
+  'echo "core=$(ulimit -c)"',
+  'touch /var/tmp/karotte-check 2>/dev/null && echo "rw=/var/tmp" || echo "rw=none"',
+  'touch ~/probe && echo "home=writable"',
+].join('; ');
+
+function parseProbe(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of text.split('\n')) {
+    const match = /^([A-Za-z-]+)[=:]\s*(.*)$/.exec(line);
+    if (match) out.set(match[1]!, match[2]!.trim());
+  }
+  return out;
+}
+
+/**
+ * Probe what this host really enforces: build a small real sandbox, look at it from inside as
+ * the student, probe the limits for real (@karotte/limits' probe), tear it down and confirm
+ * nothing survived. Never throws for a missing defense: it reports `not_supported` with the
+ * reason.
+ */
+export async function checkHost(options: CheckHostOptions = {}): Promise<HostCheck> {
+  const parsed = parseOptions(checkHostOptionsSchema, options, 'check options');
+  const started = performance.now();
+  const root = process.geteuid?.() === 0;
+  const defenses: DefenseReport[] = [];
+  const add = (name: string, contract: DefenseContract, mechanism: string, reason: string): void => {
+    defenses.push({ name, contract, mechanism, reason });
+  };
+  const finish = (): HostCheck => {
+    defenses.push(ROOTLESS);
+    const ok = defenses.every((defense) => defense.contract === 'prevented' || defense.name === 'rootless_tier');
+    return { ok, root, defenses, durationMs: Math.round(performance.now() - started) };
+  };
+  const missingAll = (reason: string): HostCheck => {
+    for (const name of DEFENSE_NAMES) if (name !== 'rootless_tier') add(name, 'not_supported', 'none', reason);
+    return finish();
+  };
+  if (!root) return missingAll('not root: the sandbox needs root for users, namespaces, cgroups and mounts');
+
+  let box: Sandbox;
+  try {
+    box = await createSandbox({
+      stateDir: parsed.stateDir,
+      limits: { memoryBytes: 128 * MiB, pidsMax: 64, diskBytes: 8 * MiB, tmpBytes: 4 * MiB, shmBytes: MiB },
+      ...(parsed.abortSignal === undefined ? {} : { abortSignal: parsed.abortSignal }),
+    });
+  } catch (error) {
+    if (SandboxError.isInstance(error)) {
+      const reason = (error as SandboxError).missing.length > 0 ? (error as SandboxError).missing.join('; ') : error.message;
+      return missingAll(reason);
+    }
+    return missingAll(error instanceof Error ? error.message : String(error));
+  }
+  try {
+    const probe = await box.exec(PROBE, { timeoutMs: 30_000 });
+    const seen = parseProbe(probe.stdout);
+    const uid = String(box.uid);
+    const uidOk = seen.get('uid') === `${uid} gid=${uid}` && seen.get('Uid') === `${uid}\t${uid}\t${uid}\t${uid}`.replace(/\t/g, '\t');
+    add(
+      'user_separation',
+      uidOk && (seen.get('Groups') ?? '') === '' ? 'prevented' : 'not_supported',
+      'a fresh uid/gid from a reserved range, no supplementary groups, no subordinate ids',
+      `student ran as uid ${seen.get('uid') ?? '?'}, groups "${seen.get('Groups') ?? '?'}"`,
+    );
+    const capsZero = ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'].every((cap) => seen.get(cap) === '0000000000000000');
+    add(
+      'no_privileges',
+      capsZero && seen.get('NoNewPrivs') === '1' ? 'prevented' : 'not_supported',
+      'setpriv: no_new_privs, empty capability and bounding sets; every host mount nosuid',
+      `NoNewPrivs=${seen.get('NoNewPrivs') ?? '?'}, CapEff=${seen.get('CapEff') ?? '?'}, CapBnd=${seen.get('CapBnd') ?? '?'}`,
+    );
+    const nsRow = (name: string, ns: string, mechanism: string, extra = ''): void => {
+      const inside = seen.get(`ns-${ns}`);
+      const outside = readlinkSync(`/proc/self/ns/${ns}`);
+      add(
+        name,
+        inside !== undefined && inside !== '' && inside !== outside ? 'prevented' : 'not_supported',
+        mechanism,
+        `inside ${inside ?? '?'}, harness ${outside}${extra}`,
+      );
+    };
+    nsRow('pid_namespace', 'pid', 'unshare --pid with its own /proc', `, ${seen.get('procs') ?? '?'} processes visible`);
+    nsRow('mount_namespace', 'mnt', 'unshare --mount, private propagation; hidden paths covered by empty read-only tmpfs');
+    add(
+      'read_only_host',
+      seen.get('rw') === 'none' && seen.get('home') === 'writable' ? 'prevented' : 'not_supported',
+      'every host mount remounted read-only and nosuid; writable: working directory, /tmp, /dev/shm',
+      `write to /var/tmp: ${seen.get('rw') === 'none' ? 'refused' : 'allowed'}; working directory ${seen.get('home') ?? 'not writable'}`,
+    );
+    nsRow('ipc_namespace', 'ipc', 'unshare --ipc (SysV and POSIX queues die with it)');
+    nsRow('uts_namespace', 'uts', 'unshare --uts');
+    add(
+      'network_isolation',
+      box.networkCheck.ok ? 'prevented' : 'not_supported',
+      'own network namespace with loopback only; route lookups from inside as the student',
+      box.networkCheck.ok
+        ? `${box.networkCheck.probes.length} forbidden addresses unroutable, loopback control passed`
+        : box.networkCheck.failures.join('; '),
+    );
+    const limits = await probeHostLimits();
+    const limitRow = (name: string, key: string): void => {
+      const probed = (limits.limits as Record<string, { contract: DefenseContract; mechanism: string; reason: string } | undefined>)[key];
+      if (probed === undefined) add(name, 'not_supported', 'none', `@karotte/limits did not probe ${key}`);
+      else add(name, probed.contract, probed.mechanism, probed.reason);
+    };
+    limitRow('memory', 'memory');
+    limitRow('pids', 'pids');
+    limitRow('disk_bytes', 'disk_bytes');
+    limitRow('disk_inodes', 'disk_inodes');
+    add(
+      'core_dumps',
+      seen.get('core') === '0' ? 'prevented' : 'not_supported',
+      'RLIMIT_CORE 0 (prlimit in the launch prefix)',
+      `ulimit -c inside: ${seen.get('core') ?? '?'}`,
+    );
+    add(
+      'oom_preference',
+      seen.get('oom') === '1000' ? 'prevented' : 'not_supported',
+      'oom_score_adj 1000 set before the first student instruction',
+      `oom_score_adj inside: ${seen.get('oom') ?? '?'}`,
+    );
+  } catch (error) {
+    add('probe', 'not_supported', 'a real sandbox', error instanceof Error ? error.message : String(error));
+  }
+  try {
+    const report = await box.destroy();
+    add(
+      'reaping',
+      report.reap?.confirmedEmpty === true && report.leftovers.length === 0 ? 'prevented' : 'not_supported',
+      'PID-namespace init killed (the kernel kills the namespace), then @karotte/proc-reaper proves the uid empty',
+      report.reap?.confirmedEmpty === true
+        ? `confirmed empty after ${report.reap.passes} pass(es); no mounts, groups or leases left`
+        : report.leftovers.join('; '),
+    );
+  } catch (error) {
+    add('reaping', 'not_supported', 'teardown', error instanceof Error ? error.message : String(error));
+  }
+  return finish();
+}

@@ -23,7 +23,7 @@ import { allocateGraderIdentity, GRADER_UID_RANGE } from '../runner/identity.js'
 import type { GraderIdentity } from '../runner/identity.js';
 import { launch } from '../runner/launch.js';
 import type { LaunchResult, SandboxBinaries } from '../runner/launch.js';
-import { isWithin, listMountPoints, runTrusted } from '../runner/mounts.js';
+import { isWithin, runTrusted } from '../runner/mounts.js';
 import { maxScoreFileBytes, readScoreFile, scoreLimitsSchema } from '../score.js';
 import type { Confinement, JudgeReport, LimitHit } from '../verdict.js';
 
@@ -277,6 +277,7 @@ function resolveBinaries(): SandboxBinaries {
       sh: resolveTrustedBinary('sh'),
       unshare: resolveTrustedBinary('unshare'),
       mount: resolveTrustedBinary('mount'),
+      sed: resolveTrustedBinary('sed'),
       prlimit: resolveTrustedBinary('prlimit'),
       setpriv: resolveTrustedBinary('setpriv'),
     };
@@ -407,13 +408,8 @@ async function runExecutable(
       KAROTTE_SCORE_FILE: scoreFile,
     };
 
-    let readOnlyMounts: string[] = [];
-    let tmpfsPaths: string[] = [];
+    const tmpfsPaths: string[] = [];
     if (sandboxed) {
-      const mounts = await listMountPoints();
-      // /proc is replaced by the namespace's own; the score tmpfs must stay writable.
-      readOnlyMounts = [...new Set(mounts)].filter((m) => !isWithin(m, '/proc') && m !== scoreDir);
-      tmpfsPaths = [];
       for (const dir of SCRATCH_DIRS) {
         const stats = await lstat(dir).catch(() => undefined);
         if (stats?.isDirectory() === true) tmpfsPaths.push(dir);
@@ -433,7 +429,7 @@ async function runExecutable(
               uid: identity.uid,
               gid: identity.gid,
               cgroup,
-              readOnlyMounts,
+              writableMount: scoreDir,
               tmpfsPaths,
               tmpfsBytes: resolved.tmpfsBytes ?? resolved.memoryBytes,
               home,

@@ -7,6 +7,7 @@ export interface SandboxBinaries {
   readonly sh: string;
   readonly unshare: string;
   readonly mount: string;
+  readonly sed: string;
   readonly prlimit: string;
   readonly setpriv: string;
 }
@@ -16,8 +17,8 @@ export interface SandboxSpec {
   readonly uid: number;
   readonly gid: number;
   readonly cgroup: GraderCgroup;
-  /** Mount points to make read-only inside the grader's mount namespace. */
-  readonly readOnlyMounts: readonly string[];
+  /** The one mount that stays writable (the score tmpfs); every other mount turns read-only. */
+  readonly writableMount: string;
   /** World-writable scratch places that get a private tmpfs (`/tmp`, `/var/tmp`, `/dev/shm`). */
   readonly tmpfsPaths: readonly string[];
   /** Size of each private tmpfs (its pages are charged to the grader's memory cgroup). */
@@ -77,11 +78,20 @@ export interface LaunchResult {
  *  5. exec the rest: prlimit, setpriv to the fresh uid with no privileges, the interpreter.
  */
 const STAGE2 = [
-  'm=$1; shift',
+  'm=$1; sed=$2; shift 2',
   'n=$1; shift',
   'while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 125; shift; n=$((n-1)); done',
-  'n=$1; shift',
-  'while [ "$n" -gt 0 ]; do "$m" -o remount,bind,ro "$1" || exit 125; shift; n=$((n-1)); done',
+  'keep=$1; shift',
+  // The mount table is read inside the new namespace: a private, consistent copy taken at
+  // unshare time, so a mount another process adds or removes on the host meanwhile cannot
+  // make this list stale. Mount points come one per line (mountinfo escapes \n as \012).
+  String.raw`list=$("$sed" -n 's/^[^ ]* [^ ]* [^ ]* [^ ]* \([^ ]*\) .*$/\1/p' /proc/self/mountinfo) || exit 125`,
+  'printf "%s\\n" "$list" | while IFS= read -r mp; do',
+  String.raw`  case $mp in *\\*) mp=$(printf '%b' "$(printf '%s' "$mp" | "$sed" 's/\\\([0-7][0-7][0-7]\)/\\0\1/g')");; esac`,
+  '  case $mp in /proc|/proc/*) continue;; esac',
+  '  [ "$mp" = "$keep" ] && continue',
+  '  "$m" -o remount,bind,ro "$mp" || exit 125',
+  'done || exit 125',
   'n=$1; size=$2; shift 2',
   'while [ "$n" -gt 0 ]; do "$m" -t tmpfs -o "size=$size,mode=1777,nosuid,nodev" karotte-grader-tmp "$1" || exit 125; shift; n=$((n-1)); done',
   'home=$1; uid=$2; gid=$3; shift 3',
@@ -109,10 +119,10 @@ function sandboxArgv(options: LaunchOptions, sandbox: SandboxSpec): [string, str
     STAGE2,
     'karotte-grader-setup',
     b.mount,
+    b.sed,
     String(sandbox.cgroup.procsFiles.length),
     ...sandbox.cgroup.procsFiles,
-    String(sandbox.readOnlyMounts.length),
-    ...sandbox.readOnlyMounts,
+    sandbox.writableMount,
     String(sandbox.tmpfsPaths.length),
     String(sandbox.tmpfsBytes),
     ...sandbox.tmpfsPaths,

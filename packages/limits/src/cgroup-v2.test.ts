@@ -230,9 +230,7 @@ describe('cgroup v2 backend (fake cgroupfs: this host has no v2 controllers)', (
     expect(fs.existsSync(hierarchy.harnessLeaf!)).toBe(true);
     expect(fs.readdirSync(path.join(stateDir, 'groups'))).toEqual([]);
     await expect(group.remove()).resolves.toBe(removal);
-    expect(() => group.launchPrefix()).toThrow(
-      expect.objectContaining({ code: 'REMOVED' }) as unknown,
-    );
+    expect(() => group.launchPrefix()).toThrow(expect.objectContaining({ code: 'REMOVED' }) as unknown);
   });
 
   it('derives the default memory from the tightest memory.max above, minus the 1 GiB headroom', async () => {

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseOptions } from '@karotte/base';
 import { z } from 'zod';
-import { drainAndRemove } from './cgroup-backend.js';
+import { drainAndRemove, pidsOfDirs } from './cgroup-backend.js';
 import { parseMountInfo } from './cgroup-detect.js';
 import { realCgroupIo } from './cgroup-io.js';
 import { DEFAULT_IMAGE_DIR, DEFAULT_REMOVE_TIMEOUT_MS, DEFAULT_STATE_DIR } from './constants.js';
@@ -115,17 +115,7 @@ export async function recoverLeftovers(options: RecoverOptions = {}): Promise<Re
             throw new LimitsError('UNSAFE_STATE_DIR', `${dir} is not on a cgroup file system`, { path: dir });
           }
         }
-        let killed = 0;
-        for (const dir of dirs) {
-          try {
-            killed += fs
-              .readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')
-              .split('\n')
-              .filter((line) => line.trim() !== '').length;
-          } catch {
-            // gone
-          }
-        }
+        const killed = pidsOfDirs(realCgroupIo, dirs).length;
         await drainAndRemove(realCgroupIo, dirs, parsed.removeTimeoutMs);
         removeRecordFile(groupDir, claimed);
         reclaimed.push({

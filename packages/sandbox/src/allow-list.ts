@@ -38,7 +38,9 @@ async function ip(plan: AllowListPlan, where: 'sandbox' | 'peer', args: string[]
     await run(argv[0] as string, argv[1] as string[], { env: ROOT_ENV, timeout: 10_000 });
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';
-    throw new SandboxError('SETUP_FAILED', `ip ${args.join(' ')} (${where}) failed: ${stderr.trim()}`, { cause: error });
+    throw new SandboxError('SETUP_FAILED', `ip ${args.join(' ')} (${where}) failed: ${stderr.trim()}`, {
+      cause: error,
+    });
   }
 }
 
@@ -50,7 +52,18 @@ async function ip(plan: AllowListPlan, where: 'sandbox' | 'peer', args: string[]
  * port of an allowed address is reachable, which the README says plainly.
  */
 export async function setUpAllowList(plan: AllowListPlan): Promise<void> {
-  await ip(plan, 'peer', ['link', 'add', plan.hostEnd, 'type', 'veth', 'peer', 'name', plan.sandboxEnd, 'netns', String(plan.initPid)]);
+  await ip(plan, 'peer', [
+    'link',
+    'add',
+    plan.hostEnd,
+    'type',
+    'veth',
+    'peer',
+    'name',
+    plan.sandboxEnd,
+    'netns',
+    String(plan.initPid),
+  ]);
   // The pair was created in the peer namespace (ip -n runs there), its sandbox end moved in.
   await ip(plan, 'sandbox', ['addr', 'add', `${plan.sandboxAddress}/32`, 'dev', plan.sandboxEnd]);
   await ip(plan, 'sandbox', ['link', 'set', plan.sandboxEnd, 'up']);
@@ -62,8 +75,15 @@ export async function setUpAllowList(plan: AllowListPlan): Promise<void> {
 }
 
 /** Delete the pair (deleting one end deletes both). Idempotent: a missing device is fine. */
-export async function tearDownAllowList(options: { ip: string; hostEnd: string; peerNetns: string | undefined }): Promise<void> {
-  const args = options.peerNetns === undefined ? ['link', 'del', options.hostEnd] : ['-n', options.peerNetns, 'link', 'del', options.hostEnd];
+export async function tearDownAllowList(options: {
+  ip: string;
+  hostEnd: string;
+  peerNetns: string | undefined;
+}): Promise<void> {
+  const args =
+    options.peerNetns === undefined
+      ? ['link', 'del', options.hostEnd]
+      : ['-n', options.peerNetns, 'link', 'del', options.hostEnd];
   try {
     await run(options.ip, args, { env: ROOT_ENV, timeout: 10_000 });
   } catch {
@@ -72,8 +92,15 @@ export async function tearDownAllowList(options: { ip: string; hostEnd: string; 
 }
 
 /** True when the host end of the pair still exists. */
-export async function allowListLinkExists(options: { ip: string; hostEnd: string; peerNetns: string | undefined }): Promise<boolean> {
-  const args = options.peerNetns === undefined ? ['link', 'show', options.hostEnd] : ['-n', options.peerNetns, 'link', 'show', options.hostEnd];
+export async function allowListLinkExists(options: {
+  ip: string;
+  hostEnd: string;
+  peerNetns: string | undefined;
+}): Promise<boolean> {
+  const args =
+    options.peerNetns === undefined
+      ? ['link', 'show', options.hostEnd]
+      : ['-n', options.peerNetns, 'link', 'show', options.hostEnd];
   try {
     await run(options.ip, args, { env: ROOT_ENV, timeout: 10_000 });
     return true;

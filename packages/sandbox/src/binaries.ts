@@ -17,7 +17,20 @@ export interface SandboxBinaries {
   readonly prlimit: string;
 }
 
-const NAMES = ['bash', 'sh', 'unshare', 'nsenter', 'setpriv', 'mount', 'umount', 'mkdir', 'ip', 'env', 'cat', 'prlimit'] as const;
+const NAMES = [
+  'bash',
+  'sh',
+  'unshare',
+  'nsenter',
+  'setpriv',
+  'mount',
+  'umount',
+  'mkdir',
+  'ip',
+  'env',
+  'cat',
+  'prlimit',
+] as const;
 
 /** Which package provides each binary, for the error message. */
 const PROVIDERS: Record<(typeof NAMES)[number], string> = {
@@ -46,12 +59,15 @@ export function resolveSandboxBinaries(): SandboxBinaries {
     try {
       found[name] = resolveTrustedBinary(name);
     } catch (error) {
-      if (TrustedBinaryError.isInstance(error)) missing.push(`${name} (${PROVIDERS[name]}): ${error.message}`);
+      if (TrustedBinaryError.isInstance(error))
+        missing.push(`${name} (${PROVIDERS[name]}): ${error.message}`);
       else throw error;
     }
   }
   if (missing.length > 0) {
-    throw new SandboxError('HOST_UNSUPPORTED', `missing trusted binaries: ${missing.join('; ')}`, { missing });
+    throw new SandboxError('HOST_UNSUPPORTED', `missing trusted binaries: ${missing.join('; ')}`, {
+      missing,
+    });
   }
   return found as SandboxBinaries;
 }

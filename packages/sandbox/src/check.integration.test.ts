@@ -6,7 +6,19 @@ describe('checkHost', () => {
     const result = await checkHost();
     expect(JSON.parse(JSON.stringify(result))).toEqual(result);
     const byName = Object.fromEntries(result.defenses.map((defense) => [defense.name, defense]));
-    for (const name of ['user_separation', 'no_privileges', 'pid_namespace', 'mount_namespace', 'read_only_host', 'ipc_namespace', 'uts_namespace', 'network_isolation', 'core_dumps', 'oom_preference', 'reaping']) {
+    for (const name of [
+      'user_separation',
+      'no_privileges',
+      'pid_namespace',
+      'mount_namespace',
+      'read_only_host',
+      'ipc_namespace',
+      'uts_namespace',
+      'network_isolation',
+      'core_dumps',
+      'oom_preference',
+      'reaping',
+    ]) {
       expect(byName[name], name).toMatchObject({ contract: 'prevented' });
     }
     // This host has cgroup v1 memory and pids and loop devices: the kernel enforces them.

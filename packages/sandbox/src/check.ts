@@ -1,7 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { z } from 'zod';
 import { MiB, parseOptions } from '@karotte/base';
-import { SandboxError } from './errors.js';
+import { isSandboxError } from './errors.js';
 import { DEFAULT_STATE_DIR } from './options.js';
 import { createSandbox, type Sandbox } from './sandbox.js';
 import { probeHostLimits } from './seams.js';
@@ -63,7 +63,8 @@ const ROOTLESS: DefenseReport = {
   name: 'rootless_tier',
   contract: 'not_supported',
   mechanism: 'user namespaces',
-  reason: 'no rootless tier is offered: a user-namespace sandbox cannot give a fresh host uid, cgroup limits or a disk quota; run as root',
+  reason:
+    'no rootless tier is offered: a user-namespace sandbox cannot give a fresh host uid, cgroup limits or a disk quota; run as root',
 };
 
 const PROBE = [
@@ -102,11 +103,14 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
   };
   const finish = (): HostCheck => {
     defenses.push(ROOTLESS);
-    const ok = defenses.every((defense) => defense.contract === 'prevented' || defense.name === 'rootless_tier');
+    const ok = defenses.every(
+      (defense) => defense.contract === 'prevented' || defense.name === 'rootless_tier',
+    );
     return { ok, root, defenses, durationMs: Math.round(performance.now() - started) };
   };
   const missingAll = (reason: string): HostCheck => {
-    for (const name of DEFENSE_NAMES) if (name !== 'rootless_tier') add(name, 'not_supported', 'none', reason);
+    for (const name of DEFENSE_NAMES)
+      if (name !== 'rootless_tier') add(name, 'not_supported', 'none', reason);
     return finish();
   };
   if (!root) return missingAll('not root: the sandbox needs root for users, namespaces, cgroups and mounts');
@@ -119,8 +123,8 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
       ...(parsed.abortSignal === undefined ? {} : { abortSignal: parsed.abortSignal }),
     });
   } catch (error) {
-    if (SandboxError.isInstance(error)) {
-      const reason = (error as SandboxError).missing.length > 0 ? (error as SandboxError).missing.join('; ') : error.message;
+    if (isSandboxError(error)) {
+      const reason = error.missing.length > 0 ? error.missing.join('; ') : error.message;
       return missingAll(reason);
     }
     return missingAll(error instanceof Error ? error.message : String(error));
@@ -129,14 +133,18 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
     const probe = await box.exec(PROBE, { timeoutMs: 30_000 });
     const seen = parseProbe(probe.stdout);
     const uid = String(box.uid);
-    const uidOk = seen.get('uid') === `${uid} gid=${uid}` && seen.get('Uid') === `${uid}\t${uid}\t${uid}\t${uid}`.replace(/\t/g, '\t');
+    const uidOk =
+      seen.get('uid') === `${uid} gid=${uid}` &&
+      seen.get('Uid') === `${uid}\t${uid}\t${uid}\t${uid}`.replace(/\t/g, '\t');
     add(
       'user_separation',
       uidOk && (seen.get('Groups') ?? '') === '' ? 'prevented' : 'not_supported',
       'a fresh uid/gid from a reserved range, no supplementary groups, no subordinate ids',
       `student ran as uid ${seen.get('uid') ?? '?'}, groups "${seen.get('Groups') ?? '?'}"`,
     );
-    const capsZero = ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'].every((cap) => seen.get(cap) === '0000000000000000');
+    const capsZero = ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'].every(
+      (cap) => seen.get(cap) === '0000000000000000',
+    );
     add(
       'no_privileges',
       capsZero && seen.get('NoNewPrivs') === '1' ? 'prevented' : 'not_supported',
@@ -153,8 +161,17 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
         `inside ${inside ?? '?'}, harness ${outside}${extra}`,
       );
     };
-    nsRow('pid_namespace', 'pid', 'unshare --pid with its own /proc', `, ${seen.get('procs') ?? '?'} processes visible`);
-    nsRow('mount_namespace', 'mnt', 'unshare --mount, private propagation; hidden paths covered by empty read-only tmpfs');
+    nsRow(
+      'pid_namespace',
+      'pid',
+      'unshare --pid with its own /proc',
+      `, ${seen.get('procs') ?? '?'} processes visible`,
+    );
+    nsRow(
+      'mount_namespace',
+      'mnt',
+      'unshare --mount, private propagation; hidden paths covered by empty read-only tmpfs',
+    );
     add(
       'read_only_host',
       seen.get('rw') === 'none' && seen.get('home') === 'writable' ? 'prevented' : 'not_supported',
@@ -173,7 +190,12 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
     );
     const limits = await probeHostLimits();
     const limitRow = (name: string, key: string): void => {
-      const probed = (limits.limits as Record<string, { contract: DefenseContract; mechanism: string; reason: string } | undefined>)[key];
+      const probed = (
+        limits.limits as Record<
+          string,
+          { contract: DefenseContract; mechanism: string; reason: string } | undefined
+        >
+      )[key];
       if (probed === undefined) add(name, 'not_supported', 'none', `@karotte/limits did not probe ${key}`);
       else add(name, probed.contract, probed.mechanism, probed.reason);
     };

@@ -21,7 +21,14 @@ const PATH_LIST_VARIABLES = new Set([
   'MANPATH',
 ]);
 /** Variables naming single files or directories code is loaded from. */
-const PATH_VARIABLES = new Set(['PYTHONHOME', 'PYTHONSTARTUP', 'GEM_HOME', 'GCONV_PATH', 'LOCPATH', 'NLSPATH']);
+const PATH_VARIABLES = new Set([
+  'PYTHONHOME',
+  'PYTHONSTARTUP',
+  'GEM_HOME',
+  'GCONV_PATH',
+  'LOCPATH',
+  'NLSPATH',
+]);
 /** LD_PRELOAD and LD_AUDIT are split on spaces and colons, as glibc does. */
 const PRELOAD_VARIABLES = new Set(['LD_PRELOAD', 'LD_AUDIT']);
 /**
@@ -108,7 +115,10 @@ function isTrustedStats(stats: { uid: number; gid: number; mode: number }): bool
 }
 
 /** Keep only the safe entries of a `:`-separated list (or `:`/space-separated for preload lists). */
-export function sanitizePathList(value: string, separators: RegExp = /:/): { kept: string; dropped: string[] } {
+export function sanitizePathList(
+  value: string,
+  separators: RegExp = /:/,
+): { kept: string; dropped: string[] } {
   const kept: string[] = [];
   const dropped: string[] = [];
   for (const entry of value.split(separators)) {
@@ -144,7 +154,8 @@ export function sanitizeEnvironment(env: Readonly<Record<string, string>>): {
     }
     if (PRELOAD_VARIABLES.has(name)) {
       const { kept, dropped } = sanitizePathList(value, /[: ]/);
-      if (dropped.length > 0) removed.push({ name, reason: `dropped unsafe entries ${JSON.stringify(dropped)}` });
+      if (dropped.length > 0)
+        removed.push({ name, reason: `dropped unsafe entries ${JSON.stringify(dropped)}` });
       if (kept) out[name] = kept;
       continue;
     }
@@ -154,7 +165,8 @@ export function sanitizeEnvironment(env: Readonly<Record<string, string>>): {
     }
     if (PATH_LIST_VARIABLES.has(name)) {
       const { kept, dropped } = sanitizePathList(value);
-      if (dropped.length > 0) removed.push({ name, reason: `dropped unsafe entries ${JSON.stringify(dropped)}` });
+      if (dropped.length > 0)
+        removed.push({ name, reason: `dropped unsafe entries ${JSON.stringify(dropped)}` });
       if (kept) out[name] = kept;
       continue;
     }
@@ -189,7 +201,10 @@ export interface StudentEnvOptions {
  * the names in `passEnv` are copied from the harness; `extra` is the task's own; identity
  * variables come last and win.
  */
-export function buildStudentEnv(options: StudentEnvOptions): { env: Record<string, string>; removed: EnvRemoval[] } {
+export function buildStudentEnv(options: StudentEnvOptions): {
+  env: Record<string, string>;
+  removed: EnvRemoval[];
+} {
   const raw: Record<string, string> = { PATH: DEFAULT_STUDENT_PATH, LANG: 'C.UTF-8', TERM: 'dumb' };
   for (const name of options.passEnv) {
     const value = options.harnessEnv[name];

@@ -28,11 +28,21 @@ export class SandboxError extends KarotteError<SandboxErrorCode> {
   constructor(
     code: SandboxErrorCode,
     message: string,
-    options: { missing?: readonly string[]; leftovers?: readonly string[]; detail?: unknown; cause?: unknown } = {},
+    options: {
+      missing?: readonly string[];
+      leftovers?: readonly string[];
+      detail?: unknown;
+      cause?: unknown;
+    } = {},
   ) {
     super({ code, kind: 'system', message, cause: options.cause });
     this.missing = options.missing ?? [];
     this.leftovers = options.leftovers ?? [];
     this.detail = options.detail;
   }
+}
+
+/** True for a {@link SandboxError} from any installed copy of this package. */
+export function isSandboxError(value: unknown): value is SandboxError {
+  return KarotteError.isInstance(value) && value.name === 'SandboxError';
 }

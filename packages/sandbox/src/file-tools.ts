@@ -121,7 +121,9 @@ export interface FileToolFailure {
   readonly message: string;
 }
 
-const failureSchema = z.object({ ok: z.literal(false), code: z.string().max(64), message: z.string().max(4096) }).strict();
+const failureSchema = z
+  .object({ ok: z.literal(false), code: z.string().max(64), message: z.string().max(4096) })
+  .strict();
 const viewSchema = z
   .object({
     ok: z.literal(true),
@@ -134,9 +136,16 @@ const viewSchema = z
     fileBytes: z.number().int(),
   })
   .strict();
-const writeSchema = z.object({ ok: z.literal(true), op: z.literal('write'), bytes: z.number().int() }).strict();
+const writeSchema = z
+  .object({ ok: z.literal(true), op: z.literal('write'), bytes: z.number().int() })
+  .strict();
 const replaceSchema = z
-  .object({ ok: z.literal(true), op: z.literal('replace'), replacements: z.number().int(), bytes: z.number().int() })
+  .object({
+    ok: z.literal(true),
+    op: z.literal('replace'),
+    replacements: z.number().int(),
+    bytes: z.number().int(),
+  })
   .strict();
 const listSchema = z
   .object({
@@ -160,7 +169,11 @@ export type WriteResult = Omit<z.infer<typeof writeSchema>, 'op'>;
 export type ReplaceResult = Omit<z.infer<typeof replaceSchema>, 'op'>;
 export type ListResult = Omit<z.infer<typeof listSchema>, 'op'>;
 
-const pathSchema = z.string().min(1).max(4096).refine((value) => !value.includes('\0'), 'must not contain NUL');
+const pathSchema = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((value) => !value.includes('\0'), 'must not contain NUL');
 const timeoutSchema = z.number().int().positive().max(600_000);
 
 /** Options of {@link SandboxFiles.view}. Line numbers are 1-based and inclusive. */
@@ -173,7 +186,12 @@ export const viewOptionsSchema = z
     /** @default startLine + 999 */
     endLine: z.number().int().positive().optional(),
     /** Most bytes of content returned. @default 256 KiB */
-    maxBytes: z.number().int().positive().max(16 * MiB).default(256 * KiB),
+    maxBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(16 * MiB)
+      .default(256 * KiB),
     /** @default 30000 */
     timeoutMs: timeoutSchema.default(30_000),
   })
@@ -197,12 +215,20 @@ export type WriteOptions = z.input<typeof writeOptionsSchema>;
 export const replaceOptionsSchema = z
   .object({
     path: pathSchema,
-    oldText: z.string().min(1).max(16 * MiB),
+    oldText: z
+      .string()
+      .min(1)
+      .max(16 * MiB),
     newText: z.string().max(16 * MiB),
     /** Replace every occurrence; otherwise more than one is refused as ambiguous. @default false */
     replaceAll: z.boolean().default(false),
     /** Largest file (before and after) handled. @default 10 MiB */
-    maxFileBytes: z.number().int().positive().max(64 * MiB).default(10 * MiB),
+    maxFileBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(64 * MiB)
+      .default(10 * MiB),
     /** @default 30000 */
     timeoutMs: timeoutSchema.default(30_000),
   })
@@ -256,33 +282,51 @@ export function createFileTools(context: FileToolContext): SandboxFiles {
       timeoutMs,
       maxStdoutBytes,
     });
-    if (output.timedOut) return { ok: false, code: 'TIMED_OUT', message: `the file operation took longer than ${timeoutMs} ms` };
-    if (output.overflow) return { ok: false, code: 'OUTPUT_TOO_LARGE', message: 'the file operation produced too much output' };
+    if (output.timedOut)
+      return { ok: false, code: 'TIMED_OUT', message: `the file operation took longer than ${timeoutMs} ms` };
+    if (output.overflow)
+      return { ok: false, code: 'OUTPUT_TOO_LARGE', message: 'the file operation produced too much output' };
     let parsed: unknown;
     try {
       // eslint-disable-next-line no-restricted-syntax -- bounded output, validated by the schemas below
       parsed = JSON.parse(output.stdout.toString('utf8'));
     } catch {
-      return { ok: false, code: 'EIO', message: `the file tool failed: ${output.stderr.slice(0, 500) || `exit ${String(output.exitCode ?? output.signal)}`}` };
+      return {
+        ok: false,
+        code: 'EIO',
+        message: `the file tool failed: ${output.stderr.slice(0, 500) || `exit ${String(output.exitCode ?? output.signal)}`}`,
+      };
     }
     const failure = failureSchema.safeParse(parsed);
     if (failure.success) return failure.data;
     const success = schema.safeParse(parsed);
-    if (!success.success) return { ok: false, code: 'EIO', message: 'the file tool answered something unexpected' };
-    return success.data as z.infer<T>;
+    if (!success.success)
+      return { ok: false, code: 'EIO', message: 'the file tool answered something unexpected' };
+    return success.data;
   };
-  const strip = <T extends { ok: true; op: string }>(value: T | FileToolFailure): Omit<T, 'op'> | FileToolFailure => {
+  const strip = <T extends { ok: true; op: string }>(
+    value: T | FileToolFailure,
+  ): Omit<T, 'op'> | FileToolFailure => {
     if (!value.ok) return value;
-    const { op: _op, ...rest } = value;
-    return rest;
+    const rest: Partial<T> = { ...value };
+    delete rest.op;
+    return rest as Omit<T, 'op'>;
   };
   return {
     async view(options) {
       const parsed = parseOptions(viewOptionsSchema, options, 'view options');
       const endLine = parsed.endLine ?? parsed.startLine + 999;
-      if (endLine < parsed.startLine) throw new BadArgumentError('endLine must be at least startLine', { field: 'endLine' });
+      if (endLine < parsed.startLine)
+        throw new BadArgumentError('endLine must be at least startLine', { field: 'endLine' });
       const result = await call(
-        { op: 'view', path: parsed.path, startLine: parsed.startLine, endLine, maxBytes: parsed.maxBytes, scanBytes: 64 * MiB },
+        {
+          op: 'view',
+          path: parsed.path,
+          startLine: parsed.startLine,
+          endLine,
+          maxBytes: parsed.maxBytes,
+          scanBytes: 64 * MiB,
+        },
         viewSchema,
         parsed.timeoutMs,
         parsed.maxBytes * 6 + 64 * KiB,

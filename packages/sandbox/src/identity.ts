@@ -1,4 +1,13 @@
-import { closeSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync, constants } from 'node:fs';
+import {
+  closeSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeSync,
+  constants,
+} from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { SandboxError } from './errors.js';
@@ -87,7 +96,9 @@ export function isLeaseStale(record: LeaseRecord | undefined, currentBoot: strin
 }
 
 /** Every lease in the state dir, with whether its owner is gone. */
-export function listLeases(stateDir: string): { uid: number; file: string; record: LeaseRecord | undefined; stale: boolean }[] {
+export function listLeases(
+  stateDir: string,
+): { uid: number; file: string; record: LeaseRecord | undefined; stale: boolean }[] {
   const dir = locksDir(stateDir);
   let names: string[];
   try {
@@ -173,7 +184,11 @@ export async function allocateIdentity(options: AllocateOptions): Promise<Identi
     const file = lockPath(stateDir, uid);
     let fd: number;
     try {
-      fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      fd = openSync(
+        file,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        0o600,
+      );
     } catch (error) {
       if ((error as { code?: string }).code !== 'EEXIST') {
         throw new SandboxError('SETUP_FAILED', `cannot create uid lock ${file}`, { cause: error });

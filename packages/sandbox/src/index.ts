@@ -32,9 +32,15 @@ export type {
 } from './file-tools.js';
 export { networkVerdictSchema, networkProbeSchema, FORBIDDEN_TARGETS } from './network.js';
 export type { NetworkVerdict, NetworkProbe, NetworkTarget } from './network.js';
-export { SandboxError } from './errors.js';
+export { SandboxError, isSandboxError } from './errors.js';
 export type { SandboxErrorCode } from './errors.js';
-export { sanitizeEnvironment, isSafePathEntry, sanitizePathList, DEFAULT_PASS_ENV, DEFAULT_STUDENT_PATH } from './env.js';
+export {
+  sanitizeEnvironment,
+  isSafePathEntry,
+  sanitizePathList,
+  DEFAULT_PASS_ENV,
+  DEFAULT_STUDENT_PATH,
+} from './env.js';
 export type { EnvRemoval } from './env.js';
 export { listLeases, leaseRecordSchema } from './identity.js';
 export type { LeaseRecord } from './identity.js';

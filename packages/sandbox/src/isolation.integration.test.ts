@@ -25,7 +25,13 @@ beforeAll(async () => {
   process.env['KAROTTE_TEST_HARNESS_SECRET'] = SECRET;
   box = await createSandbox({
     hiddenPaths: [taskDir],
-    limits: { diskBytes: 16 * MiB, memoryBytes: 192 * MiB, pidsMax: 96, tmpBytes: 8 * MiB, shmBytes: 4 * MiB },
+    limits: {
+      diskBytes: 16 * MiB,
+      memoryBytes: 192 * MiB,
+      pidsMax: 96,
+      tmpBytes: 8 * MiB,
+      shmBytes: 4 * MiB,
+    },
     env: { TASK_HINT: 'hello', LD_PRELOAD: '/tmp/evil.so', PATH: '/tmp:/usr/bin:/bin' },
     commandTimeoutMs: 20_000,
   });
@@ -48,9 +54,14 @@ describe('the student cannot read what it must not', () => {
     const rootOnly = await box.exec(`cat ${visibleDir}/root-only.txt`);
     expect(rootOnly.stderr).toContain('Permission denied');
     expect(rootOnly.stdout).not.toContain(SECRET);
-    expect(await box.files.view({ path: `${visibleDir}/root-only.txt` })).toMatchObject({ ok: false, code: 'EACCES' });
+    expect(await box.files.view({ path: `${visibleDir}/root-only.txt` })).toMatchObject({
+      ok: false,
+      code: 'EACCES',
+    });
     expect(await box.files.view({ path: `${taskDir}/answer.txt` })).toMatchObject({ ok: false });
-    const search = await box.exec(`timeout 10 grep -rs ${SECRET} /var /etc /run /root /home /tmp 2>/dev/null | head -3`);
+    const search = await box.exec(
+      `timeout 10 grep -rs ${SECRET} /var /etc /run /root /home /tmp 2>/dev/null | head -3`,
+    );
     expect(search.stdout).toBe('');
   });
 
@@ -63,25 +74,32 @@ describe('the student cannot read what it must not', () => {
   it('sees only its own processes; the harness argv and environment are unreachable', async () => {
     const ps = await box.exec('ps -eo pid,user,args --no-headers');
     expect(ps.stdout).not.toMatch(/vitest|node/);
-    for (const line of ps.stdout.trim().split('\n')) expect(Number(line.trim().split(/\s+/)[0])).toBeLessThan(1000);
+    for (const line of ps.stdout.trim().split('\n'))
+      expect(Number(line.trim().split(/\s+/)[0])).toBeLessThan(1000);
     const environ = await box.exec('cat /proc/1/environ');
     expect(environ.exitCode).not.toBe(0);
     expect(environ.stderr).toContain('Permission denied');
     // The pattern is written so that grep's own argv does not match it.
     const pattern = SECRET.replace('karotte-secret', 'karotte-secre[t]');
-    const all = await box.exec(`cat /proc/*/environ /proc/*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -c '${pattern}' || true`);
+    const all = await box.exec(
+      `cat /proc/*/environ /proc/*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -c '${pattern}' || true`,
+    );
     expect(all.stdout.trim()).toBe('0');
     const env = await box.exec('env');
     expect(env.stdout).not.toContain(SECRET);
     expect(env.stdout).toContain('TASK_HINT=hello');
     expect(env.stdout).not.toContain('LD_PRELOAD');
     expect(env.stdout).toMatch(/^PATH=\/usr\/bin:\/bin$/m);
-    expect(box.envRemovals.map((removal) => removal.name)).toEqual(expect.arrayContaining(['LD_PRELOAD', 'PATH']));
+    expect(box.envRemovals.map((removal) => removal.name)).toEqual(
+      expect.arrayContaining(['LD_PRELOAD', 'PATH']),
+    );
   });
 
   it('has its own hostname, IPC and network namespaces', async () => {
     const host = fs.readlinkSync('/proc/self/ns/net');
-    const inside = await box.exec('hostname; readlink /proc/self/ns/net /proc/self/ns/ipc /proc/self/ns/uts /proc/self/ns/mnt /proc/self/ns/pid');
+    const inside = await box.exec(
+      'hostname; readlink /proc/self/ns/net /proc/self/ns/ipc /proc/self/ns/uts /proc/self/ns/mnt /proc/self/ns/pid',
+    );
     expect(inside.stdout).toContain('karotte-');
     expect(inside.stdout).not.toContain(host);
     expect(inside.stdout).not.toContain(fs.readlinkSync('/proc/self/ns/ipc'));
@@ -92,7 +110,9 @@ describe('the student cannot read what it must not', () => {
 
 describe('no privilege', () => {
   it('runs with no capabilities, no_new_privs, no groups, core dumps off and oom_score_adj 1000', async () => {
-    const status = await box.exec('grep -E "^(Uid|Gid|Groups|Cap...|NoNewPrivs):" /proc/self/status; cat /proc/self/oom_score_adj; ulimit -c');
+    const status = await box.exec(
+      'grep -E "^(Uid|Gid|Groups|Cap...|NoNewPrivs):" /proc/self/status; cat /proc/self/oom_score_adj; ulimit -c',
+    );
     const uid = String(box.uid);
     expect(status.stdout).toContain(`Uid:\t${uid}\t${uid}\t${uid}\t${uid}`);
     expect(status.stdout).toMatch(/^Groups:\s*$/m);
@@ -125,7 +145,9 @@ describe('no network', () => {
     expect(box.networkCheck.ok).toBe(true);
     expect(box.networkCheck.loopback.ipv4).toBe(true);
     const labels = box.networkCheck.probes.map((probe) => probe.label);
-    expect(labels).toEqual(expect.arrayContaining(['public-ipv4', 'public-ipv6', 'metadata', 'private-10/8', 'host-address']));
+    expect(labels).toEqual(
+      expect.arrayContaining(['public-ipv4', 'public-ipv6', 'metadata', 'private-10/8', 'host-address']),
+    );
     for (const probe of box.networkCheck.probes) expect(probe.observed).toBe('blocked');
   });
 
@@ -167,7 +189,9 @@ describe('limits hit inside the sandbox, the harness lives', () => {
 describe('the persistent shell', () => {
   it('keeps cd and export, and gives commands /dev/null as stdin', async () => {
     await box.exec('mkdir -p ~/sub && cd ~/sub && export KEPT=yes');
-    expect((await box.exec('pwd; echo $KEPT; cat; read x; echo "[$x]"')).stdout).toBe('/home/student/sub\nyes\n[]\n');
+    expect((await box.exec('pwd; echo $KEPT; cat; read x; echo "[$x]"')).stdout).toBe(
+      '/home/student/sub\nyes\n[]\n',
+    );
     await box.exec('cd ~');
   });
 
@@ -187,7 +211,9 @@ describe('the persistent shell', () => {
 
   it('an AbortSignal stops a command', async () => {
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 200);
+    setTimeout(() => {
+      controller.abort();
+    }, 200);
     const result = await box.exec('sleep 30', { abortSignal: controller.signal });
     expect(result).toMatchObject({ aborted: true, timedOut: false, exitCode: null });
   });
@@ -195,7 +221,9 @@ describe('the persistent shell', () => {
   it('exec >/dev/null, fake markers and closed fds do not fool or wedge it', async () => {
     expect((await box.exec('exec >/dev/null 2>&1; echo hidden')).stdout).toBe('');
     expect((await box.exec('echo visible')).stdout).toBe('visible\n');
-    const fake = await box.exec("printf 'E 0\\nM 00000000000000000000000000000000\\n'; echo 'E 0' >&4; echo real; exit_code=7; (exit 7)");
+    const fake = await box.exec(
+      "printf 'E 0\\nM 00000000000000000000000000000000\\n'; echo 'E 0' >&4; echo real; exit_code=7; (exit 7)",
+    );
     expect(fake.stdout).toContain('real');
     expect(fake.exitCode).toBe(7);
     expect(fake.restarted).toBe(false);
@@ -224,20 +252,46 @@ describe('the persistent shell', () => {
 describe('file tools act as the student', () => {
   it('refuse FIFOs without blocking and never follow a link as root', async () => {
     await box.exec(`mkfifo ~/pipe; ln -s ${visibleDir}/root-only.txt ~/link; ln -s /etc/shadow ~/shadow`);
-    expect(await box.files.view({ path: 'pipe', timeoutMs: 5000 })).toMatchObject({ ok: false, code: 'NOT_REGULAR_FILE' });
+    expect(await box.files.view({ path: 'pipe', timeoutMs: 5000 })).toMatchObject({
+      ok: false,
+      code: 'NOT_REGULAR_FILE',
+    });
     expect(await box.files.view({ path: 'link' })).toMatchObject({ ok: false, code: 'EACCES' });
     expect(await box.files.view({ path: 'shadow' })).toMatchObject({ ok: false, code: 'EACCES' });
     expect(await box.files.write({ path: '/etc/passwd', content: 'x' })).toMatchObject({ ok: false });
-    expect(await box.files.view({ path: '/dev/zero' })).toMatchObject({ ok: false, code: 'NOT_REGULAR_FILE' });
+    expect(await box.files.view({ path: '/dev/zero' })).toMatchObject({
+      ok: false,
+      code: 'NOT_REGULAR_FILE',
+    });
   });
 
   it('view, replace and list with line ranges and caps', async () => {
-    await box.files.write({ path: 'lines.txt', content: Array.from({ length: 50 }, (_, i) => `line ${i + 1}`).join('\n') });
-    expect(await box.files.view({ path: 'lines.txt', startLine: 49 })).toMatchObject({ ok: true, content: 'line 49\nline 50', totalLines: 50, endLine: 50 });
-    expect(await box.files.view({ path: 'lines.txt', startLine: 1, maxBytes: 14 })).toMatchObject({ ok: true, content: 'line 1\nline 2\n', truncated: true, endLine: 2 });
-    expect(await box.files.replace({ path: 'lines.txt', oldText: 'line', newText: 'x' })).toMatchObject({ ok: false, code: 'AMBIGUOUS' });
-    expect(await box.files.replace({ path: 'lines.txt', oldText: 'line 50', newText: 'last' })).toMatchObject({ ok: true, replacements: 1 });
+    await box.files.write({
+      path: 'lines.txt',
+      content: Array.from({ length: 50 }, (_, i) => `line ${i + 1}`).join('\n'),
+    });
+    expect(await box.files.view({ path: 'lines.txt', startLine: 49 })).toMatchObject({
+      ok: true,
+      content: 'line 49\nline 50',
+      totalLines: 50,
+      endLine: 50,
+    });
+    expect(await box.files.view({ path: 'lines.txt', startLine: 1, maxBytes: 14 })).toMatchObject({
+      ok: true,
+      content: 'line 1\nline 2\n',
+      truncated: true,
+      endLine: 2,
+    });
+    expect(await box.files.replace({ path: 'lines.txt', oldText: 'line', newText: 'x' })).toMatchObject({
+      ok: false,
+      code: 'AMBIGUOUS',
+    });
+    expect(await box.files.replace({ path: 'lines.txt', oldText: 'line 50', newText: 'last' })).toMatchObject(
+      { ok: true, replacements: 1 },
+    );
     const list = await box.files.list({ path: '.' });
-    expect(list.ok && list.entries.some((entry) => entry.name === 'lines.txt' && entry.type === 'file')).toBe(true);
+    expect(list.ok && list.entries.some((entry) => entry.name === 'lines.txt' && entry.type === 'file')).toBe(
+      true,
+    );
   });
 });

@@ -186,7 +186,8 @@ export function judgeNetwork(
       failures.push(`${probe.label} ${probe.address} is ${probe.observed}, expected ${probe.expected}`);
     }
   }
-  if (!output.loopback.ipv4) failures.push('the loopback control failed: 127.0.0.1 is not reachable inside the sandbox');
+  if (!output.loopback.ipv4)
+    failures.push('the loopback control failed: 127.0.0.1 is not reachable inside the sandbox');
   return {
     ok: failures.length === 0,
     mode,

@@ -20,19 +20,35 @@ const absolutePath = z
 export const sandboxLimitsSchema = z
   .object({
     /** Memory of the whole sandbox (processes, page cache, /tmp and /dev/shm files, SysV shm). @default derived by @karotte/limits (host RAM − 1 GiB headroom) */
-    memoryBytes: z.number().int().min(16 * MiB).optional(),
+    memoryBytes: z
+      .number()
+      .int()
+      .min(16 * MiB)
+      .optional(),
     /** Most processes and threads at once. @default 2048 */
     pidsMax: z.number().int().min(8).max(4_194_304).default(2048),
     /** CPU weight 1–10000. @default the host default */
     cpuWeight: z.number().int().min(1).max(10_000).optional(),
     /** Kernel-enforced disk quota of the working directory (a preallocated ext4 image). @default 1 GiB */
-    diskBytes: z.number().int().min(8 * MiB).default(GiB),
+    diskBytes: z
+      .number()
+      .int()
+      .min(8 * MiB)
+      .default(GiB),
     /** Files and directories the working directory can hold. @default min(65536, diskBytes / 16 KiB) */
     diskInodes: z.number().int().min(64).optional(),
     /** Size of the private /tmp (tmpfs; its pages count against memoryBytes). @default 256 MiB */
-    tmpBytes: z.number().int().min(MiB).default(256 * MiB),
+    tmpBytes: z
+      .number()
+      .int()
+      .min(MiB)
+      .default(256 * MiB),
     /** Size of the private /dev/shm. @default 64 MiB */
-    shmBytes: z.number().int().min(MiB).default(64 * MiB),
+    shmBytes: z
+      .number()
+      .int()
+      .min(MiB)
+      .default(64 * MiB),
     /** RLIMIT_NOFILE. @default 4096 */
     nofile: z.number().int().min(16).max(1_048_576).default(4096),
     /** RLIMIT_FSIZE (largest file one process may write). @default unset */
@@ -60,9 +76,15 @@ export const networkOptionsSchema = z.discriminatedUnion('mode', [
        * Network namespace (a name under /run/netns) that holds the veth's other end; the allowed
        * addresses must be addresses of that namespace. @default the host's namespace
        */
-      peerNetns: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional(),
+      peerNetns: z
+        .string()
+        .regex(/^[A-Za-z0-9_.-]+$/)
+        .optional(),
       /** Address of the sandbox's end of the veth. @default 100.127.x.y/32 derived from the sandbox */
-      sandboxAddress: z.string().refine((value) => net.isIPv4(value), 'must be an IPv4 address').optional(),
+      sandboxAddress: z
+        .string()
+        .refine((value) => net.isIPv4(value), 'must be an IPv4 address')
+        .optional(),
     })
     .strict(),
 ]);
@@ -96,9 +118,19 @@ export const sandboxOptionsSchema = z
     output: z
       .object({
         /** @default 12288 */
-        headBytes: z.number().int().nonnegative().max(64 * MiB).default(12 * KiB),
+        headBytes: z
+          .number()
+          .int()
+          .nonnegative()
+          .max(64 * MiB)
+          .default(12 * KiB),
         /** @default 4096 */
-        tailBytes: z.number().int().nonnegative().max(64 * MiB).default(4 * KiB),
+        tailBytes: z
+          .number()
+          .int()
+          .nonnegative()
+          .max(64 * MiB)
+          .default(4 * KiB),
       })
       .strict()
       .prefault({}),

@@ -28,7 +28,10 @@ export class OutputCapture {
       this.tail = Buffer.from(rest.subarray(rest.length - this.tailBytes));
     } else {
       const joined = Buffer.concat([this.tail, rest]);
-      this.tail = joined.length > this.tailBytes ? Buffer.from(joined.subarray(joined.length - this.tailBytes)) : joined;
+      this.tail =
+        joined.length > this.tailBytes
+          ? Buffer.from(joined.subarray(joined.length - this.tailBytes))
+          : joined;
     }
   }
 

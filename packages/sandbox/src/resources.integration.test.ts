@@ -35,7 +35,9 @@ describe('resources', () => {
   it('16 sandboxes at once: distinct uids, no cross-reading, nothing left after teardown', async () => {
     const boxes = await Promise.all(
       Array.from({ length: 16 }, () =>
-        createSandbox({ limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB, pidsMax: 64, tmpBytes: 4 * MiB } }),
+        createSandbox({
+          limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB, pidsMax: 64, tmpBytes: 4 * MiB },
+        }),
       ),
     );
     made.push(...boxes);
@@ -46,7 +48,11 @@ describe('resources', () => {
     // Each tries every other sandbox's working directory (host path) and its uid's files anywhere.
     const others = boxes.map((box) => box.workDir).join(' ');
     const reads = await Promise.all(
-      boxes.map((box) => box.exec(`cat ${others} 2>/dev/null; for d in ${others}; do cat $d/mine; done 2>/dev/null; cat ~/mine`)),
+      boxes.map((box) =>
+        box.exec(
+          `cat ${others} 2>/dev/null; for d in ${others}; do cat $d/mine; done 2>/dev/null; cat ~/mine`,
+        ),
+      ),
     );
     for (const [index, result] of reads.entries()) {
       expect(result.stdout).toBe(`secret-of-${boxes[index]!.uid}\n`);

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
 import { createSandbox, type Sandbox } from './index.js';
-import { pidsOfUid, tempDir } from '../../../test/support/index.js';
+import { pidsOfUid } from '../../../test/support/index.js';
 
 const made: Sandbox[] = [];
 const cleanups: (() => void)[] = [];
@@ -12,7 +12,10 @@ afterEach(async () => {
 });
 
 async function sandbox(options: Parameters<typeof createSandbox>[0] = {}): Promise<Sandbox> {
-  const created = await createSandbox({ limits: { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, ...(options.limits ?? {}) }, ...options });
+  const created = await createSandbox({
+    limits: { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, ...(options.limits ?? {}) },
+    ...options,
+  });
   made.push(created);
   return created;
 }
@@ -32,9 +35,20 @@ describe('createSandbox', () => {
     const v = await box.files.write({ path: 'a.txt', content: 'one\ntwo\nthree\n' });
     expect(v).toEqual({ ok: true, bytes: 14 });
     expect(fs.readFileSync(`${box.workDir}/a.txt`, 'utf8')).toBe('one\ntwo\nthree\n');
-    expect(await box.files.view({ path: 'a.txt', startLine: 2 })).toMatchObject({ ok: true, content: 'two\nthree\n', totalLines: 3, endLine: 3 });
-    expect(await box.files.replace({ path: 'a.txt', oldText: 'two', newText: '2' })).toMatchObject({ ok: true, replacements: 1 });
-    expect(await box.files.list()).toMatchObject({ ok: true, entries: [{ name: 'a.txt', type: 'file', size: 12 }] });
+    expect(await box.files.view({ path: 'a.txt', startLine: 2 })).toMatchObject({
+      ok: true,
+      content: 'two\nthree\n',
+      totalLines: 3,
+      endLine: 3,
+    });
+    expect(await box.files.replace({ path: 'a.txt', oldText: 'two', newText: '2' })).toMatchObject({
+      ok: true,
+      replacements: 1,
+    });
+    expect(await box.files.list()).toMatchObject({
+      ok: true,
+      entries: [{ name: 'a.txt', type: 'file', size: 12 }],
+    });
     const d0 = performance.now();
     const report = await box.destroy();
     console.log('destroy ms', performance.now() - d0, JSON.stringify(report).slice(0, 500));

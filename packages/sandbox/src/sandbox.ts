@@ -1,14 +1,35 @@
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants, existsSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { BadArgumentError, parseOptions, resolveTrustedBinary } from '@karotte/base';
-import { allowListLinkExists, defaultSandboxAddress, setUpAllowList, tearDownAllowList, vethNames } from './allow-list.js';
+import {
+  allowListLinkExists,
+  defaultSandboxAddress,
+  setUpAllowList,
+  tearDownAllowList,
+  vethNames,
+} from './allow-list.js';
 import { resolveSandboxBinaries, type SandboxBinaries } from './binaries.js';
 import { buildStudentEnv, type EnvRemoval } from './env.js';
-import { SandboxError } from './errors.js';
+import { SandboxError, isSandboxError } from './errors.js';
 import { createFileTools, type SandboxFiles } from './file-tools.js';
-import { allocateIdentity, listLeases, reclaimStaleLease, type IdentityLease, type LeaseRecord } from './identity.js';
+import {
+  allocateIdentity,
+  listLeases,
+  reclaimStaleLease,
+  type IdentityLease,
+  type LeaseRecord,
+} from './identity.js';
 import { runInside } from './inside.js';
 import {
   FORBIDDEN_TARGETS,
@@ -20,7 +41,13 @@ import {
   type NetworkTarget,
   type NetworkVerdict,
 } from './network.js';
-import { execOptionsSchema, sandboxOptionsSchema, type ExecOptions, type ParsedSandboxOptions, type SandboxOptions } from './options.js';
+import {
+  execOptionsSchema,
+  sandboxOptionsSchema,
+  type ExecOptions,
+  type ParsedSandboxOptions,
+  type SandboxOptions,
+} from './options.js';
 import { isSameProcessAlive, processesOfUid } from './procfs.js';
 import {
   createLimits,
@@ -111,7 +138,10 @@ function pickStudentNode(candidates: readonly string[], hidden: readonly string[
       continue;
     }
     const blocked = [...hidden, '/tmp', '/dev/shm', '/home'].some(
-      (dir) => real === dir || real.startsWith(`${dir.replace(/\/$/, '')}/`) || candidate.startsWith(`${dir.replace(/\/$/, '')}/`),
+      (dir) =>
+        real === dir ||
+        real.startsWith(`${dir.replace(/\/$/, '')}/`) ||
+        candidate.startsWith(`${dir.replace(/\/$/, '')}/`),
     );
     if (blocked) continue;
     let ok = true;
@@ -140,20 +170,29 @@ function resolvedHidden(paths: readonly string[]): string[] {
 }
 
 /** Reclaim a dead harness's sandbox from its manifest and leases. */
-async function reclaimDeadSandbox(stateDir: string, record: LeaseRecord | undefined, uid: number): Promise<void> {
+async function reclaimDeadSandbox(
+  stateDir: string,
+  record: LeaseRecord | undefined,
+  uid: number,
+): Promise<void> {
   const ip = resolveTrustedBinary('ip');
   let manifest: Manifest | undefined;
   const dir = record === undefined ? undefined : path.join(stateDir, record.sandboxId);
   if (dir !== undefined) {
     try {
+      const text = readFileSync(path.join(dir, 'manifest.json'), 'utf8');
       // eslint-disable-next-line no-restricted-syntax -- root-only file this package wrote, validated by the schema
-      const parsed = manifestSchema.safeParse(JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')));
+      const parsed = manifestSchema.safeParse(JSON.parse(text));
       if (parsed.success) manifest = parsed.data;
     } catch {
       // no manifest yet: the harness died before the namespaces existed
     }
   }
-  if (manifest !== undefined && manifest.initPid > 1 && isSameProcessAlive(manifest.initPid, manifest.initStartTime)) {
+  if (
+    manifest !== undefined &&
+    manifest.initPid > 1 &&
+    isSameProcessAlive(manifest.initPid, manifest.initStartTime)
+  ) {
     try {
       process.kill(manifest.initPid, 'SIGKILL');
     } catch {
@@ -166,7 +205,11 @@ async function reclaimDeadSandbox(stateDir: string, record: LeaseRecord | undefi
     throw new SandboxError('TEARDOWN_INCOMPLETE', `processes of leftover uid ${uid} could not be reaped`);
   }
   if (manifest?.veth) {
-    await tearDownAllowList({ ip, hostEnd: manifest.veth.hostEnd, peerNetns: manifest.veth.peerNetns ?? undefined });
+    await tearDownAllowList({
+      ip,
+      hostEnd: manifest.veth.hostEnd,
+      peerNetns: manifest.veth.peerNetns ?? undefined,
+    });
   }
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 }
@@ -176,14 +219,21 @@ export async function reclaimStaleSandboxes(stateDir: string): Promise<number[]>
   const out: number[] = [];
   for (const lease of listLeases(stateDir)) {
     if (!lease.stale) continue;
-    if (await reclaimStaleLease(stateDir, lease.uid, (record, uid) => reclaimDeadSandbox(stateDir, record, uid))) {
+    if (
+      await reclaimStaleLease(stateDir, lease.uid, (record, uid) => reclaimDeadSandbox(stateDir, record, uid))
+    ) {
       out.push(lease.uid);
     }
   }
   return out;
 }
 
-function passwdFiles(userName: string, uid: number, home: string, shell: string): { passwd: string; group: string } {
+function passwdFiles(
+  userName: string,
+  uid: number,
+  home: string,
+  shell: string,
+): { passwd: string; group: string } {
   return {
     passwd: [
       'root:x:0:0:root:/root:/usr/sbin/nologin',
@@ -208,22 +258,28 @@ function passwdFiles(userName: string, uid: number, home: string, shell: string)
 export async function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const parsed = parseOptions(sandboxOptionsSchema, options, 'sandbox options');
   const missing: string[] = [];
-  if (process.geteuid?.() !== 0) missing.push('root: creating users, namespaces, cgroups and mounts needs root');
-  if (!existsSync('/home') || !statSync('/home').isDirectory()) missing.push('/home: the student’s home is mounted there');
+  if (process.geteuid?.() !== 0)
+    missing.push('root: creating users, namespaces, cgroups and mounts needs root');
+  if (!existsSync('/home') || !statSync('/home').isDirectory())
+    missing.push('/home: the student’s home is mounted there');
   let bins: SandboxBinaries | undefined;
   try {
     bins = resolveSandboxBinaries();
   } catch (error) {
-    if (SandboxError.isInstance(error) && error.code === 'HOST_UNSUPPORTED') missing.push(...(error as SandboxError).missing);
+    if (isSandboxError(error) && error.code === 'HOST_UNSUPPORTED') missing.push(...error.missing);
     else throw error;
   }
   const hidden = resolvedHidden([...ALWAYS_COVERED, parsed.stateDir, ...parsed.hiddenPaths]);
   const node = pickStudentNode(studentNodeCandidates(parsed.studentNode), hidden);
   if (node === undefined) {
-    missing.push('a Node.js executable the student can run (outside /tmp, /home and hidden paths, world-executable) for the network check and file tools');
+    missing.push(
+      'a Node.js executable the student can run (outside /tmp, /home and hidden paths, world-executable) for the network check and file tools',
+    );
   }
   if (missing.length > 0 || bins === undefined || node === undefined) {
-    throw new SandboxError('HOST_UNSUPPORTED', `this host cannot give the sandbox: ${missing.join('; ')}`, { missing });
+    throw new SandboxError('HOST_UNSUPPORTED', `this host cannot give the sandbox: ${missing.join('; ')}`, {
+      missing,
+    });
   }
   ensureRootOnlyDir(parsed.stateDir);
   await reclaimStaleSandboxes(parsed.stateDir);
@@ -306,7 +362,8 @@ class SandboxImpl implements Sandbox {
           ? null
           : {
               hostEnd: this.veth.hostEnd,
-              peerNetns: this.options.network.mode === 'allowList' ? (this.options.network.peerNetns ?? null) : null,
+              peerNetns:
+                this.options.network.mode === 'allowList' ? (this.options.network.peerNetns ?? null) : null,
             },
     };
     writeFileSync(path.join(this.dir, 'manifest.json'), JSON.stringify(manifest), { mode: 0o600 });
@@ -325,7 +382,9 @@ class SandboxImpl implements Sandbox {
       nofile: options.limits.nofile,
       fsizeBytes: options.limits.fsizeBytes,
       diskBytes: options.limits.diskBytes,
-      diskInodes: options.limits.diskInodes ?? Math.max(64, Math.min(65_536, Math.floor(options.limits.diskBytes / 16_384))),
+      diskInodes:
+        options.limits.diskInodes ??
+        Math.max(64, Math.min(65_536, Math.floor(options.limits.diskBytes / 16_384))),
       abortSignal: options.abortSignal,
     });
     this.limitsMade = true;
@@ -418,15 +477,26 @@ class SandboxImpl implements Sandbox {
   async checkNetwork(): Promise<NetworkVerdict> {
     const started = performance.now();
     const mode = this.options.network.mode;
-    const allowed = mode === 'allowList' ? this.options.network.allow.map((endpoint) => endpoint.address) : [];
+    const allowed =
+      mode === 'allowList' ? this.options.network.allow.map((endpoint) => endpoint.address) : [];
     const targets: NetworkTarget[] = [...FORBIDDEN_TARGETS, ...hostAddresses(), ...dnsServers()].filter(
       (target) => !allowed.includes(target.address),
     );
-    for (const address of allowed) targets.push({ label: 'allowed', address, family: 4, expected: 'reachable' });
+    for (const address of allowed)
+      targets.push({ label: 'allowed', address, family: 4, expected: 'reachable' });
     const output = await runInside({
       world: this.liveWorld(),
       uid: this.uid,
-      program: [this.bins.env, '-i', '-C', this.studentWorkDir, 'PATH=/usr/bin:/bin', this.node, '-e', NETWORK_PROBE_SCRIPT],
+      program: [
+        this.bins.env,
+        '-i',
+        '-C',
+        this.studentWorkDir,
+        'PATH=/usr/bin:/bin',
+        this.node,
+        '-e',
+        NETWORK_PROBE_SCRIPT,
+      ],
       stdin: JSON.stringify(targets),
       timeoutMs: 30_000,
       maxStdoutBytes: 256 * 1024,
@@ -443,12 +513,16 @@ class SandboxImpl implements Sandbox {
       );
     }
     const result = probeOutputSchema.safeParse(parsed);
-    if (!result.success) throw new SandboxError('SETUP_FAILED', 'the network check answered something unexpected', { cause: result.error });
+    if (!result.success)
+      throw new SandboxError('SETUP_FAILED', 'the network check answered something unexpected', {
+        cause: result.error,
+      });
     return judgeNetwork(mode, result.data, Math.round(performance.now() - started));
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    if (typeof command !== 'string') throw new BadArgumentError('command must be a string', { field: 'command' });
+    if (typeof command !== 'string')
+      throw new BadArgumentError('command must be a string', { field: 'command' });
     const parsed = parseOptions(execOptionsSchema, options, 'exec options');
     const world = this.liveWorld();
     this.shell ??= new PersistentShell({
@@ -499,13 +573,18 @@ class SandboxImpl implements Sandbox {
     let reapRecord: ConfirmedReapRecord | undefined;
     try {
       reapRecord = await this.reap();
-      if (!reapRecord.confirmedEmpty) leftovers.push(`student processes of uid ${this.uid} survived the reap`);
+      if (!reapRecord.confirmedEmpty)
+        leftovers.push(`student processes of uid ${this.uid} survived the reap`);
     } catch (error) {
       leftovers.push(`reaping failed: ${error instanceof Error ? error.message : String(error)}`);
       await this.world?.stop();
     }
     this.destroyed = true;
-    if (this.world !== undefined && this.world.initPid > 0 && isSameProcessAlive(this.world.initPid, this.world.initStartTime)) {
+    if (
+      this.world !== undefined &&
+      this.world.initPid > 0 &&
+      isSameProcessAlive(this.world.initPid, this.world.initStartTime)
+    ) {
       leftovers.push(`the namespace init ${this.world.initPid} is still alive`);
     }
     try {
@@ -518,11 +597,14 @@ class SandboxImpl implements Sandbox {
       try {
         limitEvents = (await this.limits.remove()).events;
       } catch (error) {
-        leftovers.push(`removing the group and quota failed: ${error instanceof Error ? error.message : String(error)}`);
+        leftovers.push(
+          `removing the group and quota failed: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
     }
     if (this.veth !== undefined) {
-      const peerNetns = this.options.network.mode === 'allowList' ? this.options.network.peerNetns : undefined;
+      const peerNetns =
+        this.options.network.mode === 'allowList' ? this.options.network.peerNetns : undefined;
       await tearDownAllowList({ ip: this.bins.ip, hostEnd: this.veth.hostEnd, peerNetns });
       if (await allowListLinkExists({ ip: this.bins.ip, hostEnd: this.veth.hostEnd, peerNetns })) {
         leftovers.push(`veth ${this.veth.hostEnd} still exists`);
@@ -544,7 +626,10 @@ class SandboxImpl implements Sandbox {
     };
     if (leftovers.length > 0) {
       // The uid stays leased (its lock names us); once we are gone the next start reclaims it.
-      throw new SandboxError('TEARDOWN_INCOMPLETE', `teardown left: ${leftovers.join('; ')}`, { leftovers, detail: report });
+      throw new SandboxError('TEARDOWN_INCOMPLETE', `teardown left: ${leftovers.join('; ')}`, {
+        leftovers,
+        detail: report,
+      });
     }
     return report;
   }

@@ -103,7 +103,8 @@ export class PersistentShell {
 
   /** Run `command`; commands are serialised. */
   run(command: string, options: RunOptions): Promise<ExecResult> {
-    if (command.includes('\0')) throw new BadArgumentError('command must not contain NUL bytes', { field: 'command' });
+    if (command.includes('\0'))
+      throw new BadArgumentError('command must not contain NUL bytes', { field: 'command' });
     const result = this.queue.then(() => this.runNow(command, options));
     this.queue = result.catch(() => undefined);
     return result;
@@ -255,7 +256,9 @@ export class PersistentShell {
     let session = this.session;
     if (session === undefined || session.exited || session.broken !== undefined) {
       if (session !== undefined) {
-        notices.push(`A new shell was started (${session.broken ?? 'the previous shell exited'}); the working directory and variables were reset.`);
+        notices.push(
+          `A new shell was started (${session.broken ?? 'the previous shell exited'}); the working directory and variables were reset.`,
+        );
         restarted = true;
         await this.killSession();
       }
@@ -356,9 +359,13 @@ export class PersistentShell {
           `The shell ${session.exitSignal ? `was killed by ${session.exitSignal}` : `exited with status ${String(session.exitCode)}`}; a new shell was started in the working directory.`,
         );
       } else if (killedShell) {
-        notices.push('The shell did not come back after the command was stopped; a new shell was started in the working directory.');
+        notices.push(
+          'The shell did not come back after the command was stopped; a new shell was started in the working directory.',
+        );
       } else if (session.broken !== undefined) {
-        notices.push(`A new shell was started (${session.broken}); the working directory and variables were reset.`);
+        notices.push(
+          `A new shell was started (${session.broken}); the working directory and variables were reset.`,
+        );
       } else if (pending.marker) {
         // Completed, but the output tokens never came: the relays were killed or stopped.
         notices.push('The shell lost its output channel; a new shell was started in the working directory.');

@@ -22,10 +22,16 @@ export function ensureRootOnlyDir(dir: string): void {
     }
     const stats = lstatSync(current);
     if (!stats.isDirectory()) {
-      throw new SandboxError('SETUP_FAILED', `${current} is not a directory (a link or a file); refusing it as state`);
+      throw new SandboxError(
+        'SETUP_FAILED',
+        `${current} is not a directory (a link or a file); refusing it as state`,
+      );
     }
     if (stats.uid !== 0) {
-      throw new SandboxError('SETUP_FAILED', `${current} is owned by uid ${stats.uid}, not root; refusing it as state`);
+      throw new SandboxError(
+        'SETUP_FAILED',
+        `${current} is owned by uid ${stats.uid}, not root; refusing it as state`,
+      );
     }
     if ((stats.mode & constants.S_IWOTH) !== 0 && (stats.mode & 0o1000) === 0) {
       throw new SandboxError('SETUP_FAILED', `${current} is writable by others; refusing it as state`);

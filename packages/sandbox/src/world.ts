@@ -5,7 +5,9 @@ import { childrenOf, isSameProcessAlive, readProcess } from './procfs.js';
 import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT } from './scripts.js';
 
 /** The minimal environment of every root process the sandbox starts: never the harness's. */
-export const ROOT_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin' });
+export const ROOT_ENV: Readonly<Record<string, string>> = Object.freeze({
+  PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+});
 
 export interface WorldOptions {
   readonly bins: SandboxBinaries;
@@ -88,10 +90,19 @@ export class World {
     });
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        finish(new SandboxError('SETUP_FAILED', `sandbox setup did not finish within ${this.options.setupTimeoutMs} ms`));
+        finish(
+          new SandboxError(
+            'SETUP_FAILED',
+            `sandbox setup did not finish within ${this.options.setupTimeoutMs} ms`,
+          ),
+        );
       }, this.options.setupTimeoutMs);
       const onAbort = (): void => {
-        finish(new SandboxError('SETUP_FAILED', 'sandbox setup aborted', { cause: this.options.abortSignal?.reason }));
+        finish(
+          new SandboxError('SETUP_FAILED', 'sandbox setup aborted', {
+            cause: this.options.abortSignal?.reason,
+          }),
+        );
       };
       this.options.abortSignal?.addEventListener('abort', onAbort, { once: true });
       const finish = (error?: SandboxError): void => {
@@ -130,7 +141,8 @@ export class World {
       holder.stdout?.on('data', (chunk: Buffer) => {
         stdout += chunk.toString('utf8');
         if (stdout.includes('karotte-ready\n')) finish();
-        else if (stdout.length > 4096) finish(new SandboxError('SETUP_FAILED', 'unexpected output from sandbox setup'));
+        else if (stdout.length > 4096)
+          finish(new SandboxError('SETUP_FAILED', 'unexpected output from sandbox setup'));
       });
     });
     holder.stdout?.resume();
@@ -139,7 +151,10 @@ export class World {
     // PID 1 of the namespace is unshare's only child.
     const children = childrenOf(this.holderPid);
     if (children.length !== 1) {
-      throw new SandboxError('SETUP_FAILED', `expected one namespace init under unshare ${this.holderPid}, found ${children.length}`);
+      throw new SandboxError(
+        'SETUP_FAILED',
+        `expected one namespace init under unshare ${this.holderPid}, found ${children.length}`,
+      );
     }
     this.initPid = children[0]!;
     this.initStartTime = readProcess(this.initPid)?.startTime ?? 0;
@@ -223,7 +238,11 @@ export class World {
       holder.stderr?.destroy();
     }
     const deadline = Date.now() + timeoutMs;
-    while (this.initPid > 0 && isSameProcessAlive(this.initPid, this.initStartTime) && Date.now() < deadline) {
+    while (
+      this.initPid > 0 &&
+      isSameProcessAlive(this.initPid, this.initStartTime) &&
+      Date.now() < deadline
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }

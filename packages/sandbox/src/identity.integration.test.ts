@@ -1,0 +1,95 @@
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MiB } from '@karotte/base';
+import { allocateIdentity, listLeases } from './identity.js';
+import { createSandbox, type Sandbox } from './index.js';
+import { tempDir } from '../../../test/support/index.js';
+
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+describe('identity leases', () => {
+  it('are exclusive across allocators and a dead owner’s lease is reclaimed before reuse', async () => {
+    const { dir, cleanup } = tempDir('sandbox-state');
+    cleanups.push(cleanup);
+    fs.chmodSync(dir, 0o700);
+    const reclaimed: number[] = [];
+    const options = {
+      stateDir: dir,
+      firstUid: 2_999_000_000,
+      count: 2,
+      reclaim: async (_r: unknown, uid: number) => void reclaimed.push(uid),
+    };
+    const a = await allocateIdentity({ ...options, sandboxId: 'sb-a' });
+    const b = await allocateIdentity({ ...options, sandboxId: 'sb-b' });
+    expect(a.uid).not.toBe(b.uid);
+    await expect(allocateIdentity({ ...options, sandboxId: 'sb-c' })).rejects.toMatchObject({
+      code: 'NO_FREE_IDENTITY',
+    });
+    // Forge a lease owned by a process that has exited: it is stale and reclaimed on the next start.
+    const dead = spawn('/bin/true');
+    await new Promise((resolve) => dead.on('exit', resolve));
+    const file = a.lockPath;
+    const record = JSON.parse(fs.readFileSync(file, 'utf8'));
+    fs.writeFileSync(file, JSON.stringify({ ...record, ownerPid: dead.pid }));
+    expect(listLeases(dir).find((lease) => lease.uid === a.uid)?.stale).toBe(true);
+    const c = await allocateIdentity({ ...options, sandboxId: 'sb-c' });
+    expect(c.uid).toBe(a.uid);
+    expect(reclaimed).toEqual([a.uid]);
+    b.release();
+    c.release();
+    expect(listLeases(dir)).toEqual([]);
+  });
+});
+
+describe('network allow-list', () => {
+  it('reaches only the allowed address, tested against a host in a namespace the test made', async () => {
+    const ns = `karotte-test-${process.pid}`;
+    execFileSync('/usr/sbin/ip', ['netns', 'add', ns]);
+    cleanups.push(() => {
+      execFileSync('/usr/sbin/ip', ['netns', 'del', ns]);
+    });
+    execFileSync('/usr/sbin/ip', ['-n', ns, 'link', 'set', 'lo', 'up']);
+    execFileSync('/usr/sbin/ip', ['-n', ns, 'addr', 'add', '10.213.0.1/32', 'dev', 'lo']);
+    // A test host: a one-shot TCP echo listener inside the test namespace.
+    const server = spawn(
+      '/usr/sbin/ip',
+      [
+        'netns',
+        'exec',
+        ns,
+        process.execPath,
+        '-e',
+        "require('net').createServer((c)=>{c.end('karotte-allowed\\n')}).listen(8080,'10.213.0.1',()=>console.log('up'))",
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    cleanups.push(() => {
+      server.kill('SIGKILL');
+    });
+    await new Promise((resolve) => server.stdout.once('data', resolve));
+    const box: Sandbox = await createSandbox({
+      limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB },
+      network: { mode: 'allowList', allow: [{ address: '10.213.0.1', port: 8080 }], peerNetns: ns },
+    });
+    cleanups.push(async () => {
+      await box.destroy().catch(() => undefined);
+    });
+    expect(box.networkCheck.ok).toBe(true);
+    expect(box.networkCheck.probes.find((probe) => probe.label === 'allowed')).toMatchObject({
+      observed: 'reachable',
+    });
+    const reached = await box.exec(
+      'exec 3<>/dev/tcp/10.213.0.1/8080 && cat <&3; exec 4<>/dev/tcp/10.213.0.2/8080 || echo other-unreachable',
+    );
+    expect(reached.stdout).toBe('karotte-allowed\nother-unreachable\n');
+    const hostEnd = `kvh${box.id.replace(/[^a-z0-9]/g, '').slice(-8)}`;
+    await box.destroy();
+    expect(() =>
+      execFileSync('/usr/sbin/ip', ['-n', ns, 'link', 'show', hostEnd], { stdio: 'ignore' }),
+    ).toThrow();
+  });
+});

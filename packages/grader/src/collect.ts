@@ -19,6 +19,9 @@ import type {
   Verdict,
 } from './verdict.js';
 
+/** A misbehavior record as the primitives' zod schemas produce it. */
+type MisbehaviorEntry = MisbehaviorRecord | z.infer<typeof misbehaviorRecordSchema>;
+
 /** The student whose submission is collected. */
 export interface StudentHandle {
   /** The student's uid (>= 1000). */
@@ -40,25 +43,27 @@ export interface CollectorReap {
   /** The reaper's own record, as JSON. */
   readonly record: JsonValue;
   /** `UNREAPABLE` and the like. */
-  readonly misbehavior: readonly MisbehaviorRecord[];
+  readonly misbehavior: readonly MisbehaviorEntry[];
 }
 
 /** What reclaiming found. */
 export interface CollectorReclaim {
   readonly ok: boolean;
   readonly record: JsonValue;
-  readonly misbehavior: readonly MisbehaviorRecord[];
+  readonly misbehavior: readonly MisbehaviorEntry[];
 }
 
 /** The custody copy. */
 export interface CollectorCustody {
-  /** Root-only directory holding the copies at the same relative paths. */
-  readonly dir: string;
+  /** Root-only directory holding the copies at the same relative paths; null when refused. */
+  readonly dir: string | null;
   readonly entries: CustodySummary['entries'];
   readonly missing: readonly string[];
   readonly totalBytes: number;
   /** Symlinks, FIFOs, budget overruns, ... */
-  readonly misbehavior: readonly MisbehaviorRecord[];
+  readonly misbehavior: readonly MisbehaviorEntry[];
+  /** The full manifest, as JSON. */
+  readonly manifest: JsonValue;
   /** Remove the custody directory. */
   dispose(): Promise<void>;
 }
@@ -207,8 +212,6 @@ export const collectAndGradeOptionsSchema = z
   })
   .strict();
 export type CollectAndGradeOptions = z.input<typeof collectAndGradeOptionsSchema>;
-
-type MisbehaviorEntry = z.infer<typeof misbehaviorRecordSchema>;
 
 interface VerdictParts {
   readonly startedAt: Date;
@@ -457,6 +460,7 @@ export async function collectAndGrade(options: CollectAndGradeOptions): Promise<
     missing: custody.missing.map((m) => escapeForDisplay(m)),
     totalBytes: custody.totalBytes,
     durationMs: timings.custodyMs,
+    manifest: custody.manifest,
   };
   misbehavior.push(...custody.misbehavior);
   try {
@@ -472,8 +476,17 @@ export async function collectAndGrade(options: CollectAndGradeOptions): Promise<
       });
     }
     // Misbehavior already scores 0: nothing the judge says could change that.
-    if (misbehavior.length > 0)
+    if (misbehavior.length > 0) {
       return buildVerdict({ ...base, misbehavior, reap, reclaim, custody: custodySummary, timings });
+    }
+    if (custody.dir === null) {
+      const fault: HostFault = {
+        code: 'CUSTODY_FAILED',
+        message: 'custody kept no copy and named no refusal',
+        phase: 'custody',
+      };
+      return buildVerdict({ ...base, misbehavior, reap, reclaim, custody: custodySummary, timings, fault });
+    }
 
     // 4. Judge the custody copy.
     const judgeStarted = performance.now();

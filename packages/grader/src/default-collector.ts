@@ -1,35 +1,114 @@
-import { reclaim } from '@karotte/file-guard';
-import { GraderError } from './errors.js';
-import type { CollectorReclaim, SubmissionCollector } from './collect.js';
+import { rm } from 'node:fs/promises';
+import { reclaim, takeCustody } from '@karotte/file-guard';
+import type { CustodyOptions } from '@karotte/file-guard';
+import { reap, reclaimLeftovers } from '@karotte/proc-reaper';
+import type { ReapOptions, ReclaimLeftoversOptions } from '@karotte/proc-reaper';
+import type { CollectorCustody, CollectorReap, CollectorReclaim, SubmissionCollector } from './collect.js';
 import type { JsonValue } from './json.js';
 
+/** Tuning of the default collector; each part goes to the primitive that does the work. */
+export interface DefaultCollectorOptions {
+  /**
+   * Options of proc-reaper's `reap()` (deadline, helper timeout, ...).
+   * @default {}
+   */
+  readonly reap?: Omit<ReapOptions, 'abortSignal'>;
+  /**
+   * Options of proc-reaper's `reclaimLeftovers()` (SysV, mqueues, RAM-backed files).
+   * @default {}
+   */
+  readonly leftovers?: Omit<ReclaimLeftoversOptions, 'abortSignal' | 'exclude'>;
+  /**
+   * Options of file-guard's `takeCustody()` (budgets, file-type rules, destination parent).
+   * @default {}
+   */
+  readonly custody?: Omit<CustodyOptions, 'root' | 'studentUid' | 'abortSignal'>;
+}
+
+/** A JSON copy of a primitive's record (our own serialisation of a trusted object). */
+function toJson(value: unknown): JsonValue {
+  // eslint-disable-next-line no-restricted-syntax -- round-trips our own JSON.stringify output
+  return JSON.parse(JSON.stringify(value)) as JsonValue;
+}
+
 /**
- * The collector assembled from the real primitives: proc-reaper's `reap()` (confirmed tier),
- * file-guard's `reclaim()` and `takeCustody()`.
+ * The collector assembled from the real primitives, in the order `collectAndGrade` calls it:
+ * proc-reaper's `reap()` (confirmed tier: group kill, PID-namespace kill, in-cohort
+ * `kill(-1)`, a complete sweep), proc-reaper's `reclaimLeftovers()` (SysV IPC by creator,
+ * POSIX mqueues, RAM-backed files) plus file-guard's `reclaim()` over the scratch roots, and
+ * file-guard's `takeCustody()` into a fresh root-only directory.
  */
-export function createDefaultCollector(): SubmissionCollector {
+export function createDefaultCollector(options: DefaultCollectorOptions = {}): SubmissionCollector {
   return {
-    reap: () => {
-      throw new GraderError('CONFINEMENT_UNAVAILABLE', '@karotte/proc-reaper reap() is not available yet');
-    },
-    reclaim: async (student, options): Promise<CollectorReclaim> => {
-      const result = await reclaim(student.uid, {
-        roots: [...options.roots],
-        exclude: [student.workDir],
-        abortSignal: options.abortSignal,
-      });
+    reap: async (student, { abortSignal }): Promise<CollectorReap> => {
+      const record = await reap(
+        {
+          uid: student.uid,
+          ...(student.group === undefined ? {} : { group: student.group }),
+          ...(student.pidNamespaceInitPid === undefined
+            ? {}
+            : { pidNamespaceInitPid: student.pidNamespaceInitPid }),
+        },
+        { ...options.reap, abortSignal },
+      );
+      const mechanisms = (['cgroup', 'pidns', 'inCohort', 'sweep'] as const).filter(
+        (m) => record.killed[m] > 0,
+      );
       return {
-        ok: result.complete,
-        // eslint-disable-next-line no-restricted-syntax -- our own serialisation of file-guard's result
-        record: JSON.parse(JSON.stringify(result)) as JsonValue,
-        misbehavior: result.misbehavior === undefined ? [] : [result.misbehavior],
+        confirmed: record.confirmedEmpty,
+        mechanism: mechanisms.length === 0 ? 'none-alive' : mechanisms.join('+'),
+        killed: record.killed.cgroup + record.killed.pidns + record.killed.inCohort + record.killed.sweep,
+        survivors: record.survivors.map((p) => p.pid),
+        record: toJson(record),
+        misbehavior: record.misbehavior,
       };
     },
-    takeCustody: () => {
-      throw new GraderError(
-        'CONFINEMENT_UNAVAILABLE',
-        '@karotte/file-guard takeCustody() is not available yet',
-      );
+    reclaim: async (student, { roots, abortSignal }): Promise<CollectorReclaim> => {
+      // IPC objects and RAM-backed files first (they cost memory), then the scratch roots.
+      const leftovers = await reclaimLeftovers(student.uid, {
+        ...options.leftovers,
+        exclude: [student.workDir],
+        abortSignal,
+      });
+      const files = await reclaim(student.uid, {
+        roots: [...roots],
+        exclude: [student.workDir],
+        abortSignal,
+      });
+      return {
+        ok: leftovers.complete && files.complete,
+        record: toJson({ leftovers, files }),
+        misbehavior: [
+          ...leftovers.misbehavior,
+          ...(files.misbehavior === undefined ? [] : [files.misbehavior]),
+        ],
+      };
+    },
+    takeCustody: async (student, submission, { abortSignal }): Promise<CollectorCustody> => {
+      const result = await takeCustody(submission, {
+        ...options.custody,
+        root: student.workDir,
+        studentUid: student.uid,
+        abortSignal,
+      });
+      const manifest = result.manifest;
+      const destination = result.destination;
+      return {
+        dir: destination ?? null,
+        entries: manifest.entries.map((e) => ({
+          path: e.path,
+          type: e.kind,
+          bytes: e.size ?? 0,
+          sha256: e.sha256 ?? null,
+        })),
+        missing: manifest.absent,
+        totalBytes: manifest.totals.bytes,
+        misbehavior: result.misbehavior,
+        manifest: toJson(manifest),
+        dispose: async () => {
+          if (destination !== undefined) await rm(destination, { recursive: true, force: true });
+        },
+      };
     },
   };
 }

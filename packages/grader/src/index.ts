@@ -16,6 +16,7 @@ export type {
   CollectorCustody,
 } from './collect.js';
 export { createDefaultCollector } from './default-collector.js';
+export type { DefaultCollectorOptions } from './default-collector.js';
 export { evaluateJudge } from './judge.js';
 export type { Judge, JudgeContext } from './judge.js';
 export { createExecutableJudge, executableJudgeOptionsSchema } from './judges/executable.js';

@@ -82,7 +82,9 @@ describe('readScoreFile and readBounded (real files)', () => {
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-score-'));
   });
-  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+  afterEach(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 
   it('reads a valid score file', async () => {
     fs.writeFileSync(path.join(dir, 's.json'), '{"score": 0.5}');

@@ -9,7 +9,7 @@ import { verdictJsonSchema, verdictSchema } from './verdict.js';
 describe('published JSON Schema', () => {
   it('schema/verdict.schema.json matches the zod schema (run `pnpm --filter @karotte/grader schema` after a change)', () => {
     const file = path.join(import.meta.dirname, '..', 'schema', 'verdict.schema.json');
-    // eslint-disable-next-line no-restricted-syntax -- our own checked-in file
+
     expect(JSON.parse(fs.readFileSync(file, 'utf8'))).toEqual(verdictJsonSchema());
   });
 

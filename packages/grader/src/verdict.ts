@@ -198,7 +198,7 @@ export type ReclaimSummary = z.infer<typeof reclaimSummarySchema>;
 export const custodyEntrySchema = z
   .object({
     path: z.string(),
-    type: z.enum(['file', 'directory']),
+    type: z.enum(['file', 'directory', 'symlink']),
     bytes: z.number().int().nonnegative(),
     sha256: z.string().nullable(),
   })
@@ -207,13 +207,15 @@ export const custodyEntrySchema = z
 /** The custody copy the judges saw. */
 export const custodySummarySchema = z
   .object({
-    /** The root-only custody directory. */
-    dir: z.string(),
+    /** The root-only custody directory, or null when custody was refused (nothing was kept). */
+    dir: z.string().nullable(),
     entries: z.array(custodyEntrySchema),
     /** Declared submission paths the student never created (escaped). */
     missing: z.array(z.string()),
     totalBytes: z.number().int().nonnegative(),
     durationMs: z.number().nonnegative(),
+    /** file-guard's full custody manifest, as JSON. */
+    manifest: jsonValueSchema,
   })
   .strict();
 export type CustodySummary = z.infer<typeof custodySummarySchema>;

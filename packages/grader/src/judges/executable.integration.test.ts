@@ -267,7 +267,9 @@ describe('executable judge in its sandbox', () => {
 
   it('cancelling kills the grader at once: error ABORTED', async () => {
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 500);
+    setTimeout(() => {
+      controller.abort();
+    }, 500);
     const started = performance.now();
     const report = await judge('hang.mjs', { timeoutMs: 30_000 }).evaluate(
       context({ abortSignal: controller.signal }),

@@ -24,9 +24,9 @@ function context(overrides: Partial<JudgeContext> = {}): JudgeContext {
 describe('function judge', () => {
   it('scores a number or {score, metadata}', async () => {
     expect((await createFunctionJudge(() => 0.75).evaluate(context())).score).toBe(0.75);
-    const report = await createFunctionJudge(async () => ({ score: 1, metadata: { why: 'ok\n' } })).evaluate(
-      context(),
-    );
+    const report = await createFunctionJudge(() =>
+      Promise.resolve({ score: 1, metadata: { why: 'ok\n' } }),
+    ).evaluate(context());
     expect(report).toMatchObject({
       status: 'scored',
       score: 1,
@@ -146,7 +146,9 @@ describe('rubric judge (fake model)', () => {
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-rubric-'));
   });
-  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+  afterEach(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 
   const criteria = [
     { id: 'mentions-42', description: 'The answer says 42', weight: 3 },
@@ -159,9 +161,9 @@ describe('rubric judge (fake model)', () => {
     const calls: RubricAssessmentRequest[] = [];
     return {
       calls,
-      assess: async (request) => {
+      assess: (request) => {
         calls.push(request);
-        return reply(request);
+        return Promise.resolve(reply(request));
       },
     };
   }

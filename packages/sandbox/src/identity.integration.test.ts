@@ -21,7 +21,10 @@ describe('identity leases', () => {
       stateDir: dir,
       firstUid: 2_999_000_000,
       count: 2,
-      reclaim: async (_r: unknown, uid: number) => void reclaimed.push(uid),
+      reclaim: (_r: unknown, uid: number) => {
+        reclaimed.push(uid);
+        return Promise.resolve();
+      },
     };
     const a = await allocateIdentity({ ...options, sandboxId: 'sb-a' });
     const b = await allocateIdentity({ ...options, sandboxId: 'sb-b' });

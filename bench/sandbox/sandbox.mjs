@@ -66,6 +66,10 @@ for (let i = 0; i < Math.max(3, Math.floor(runs / 2)); i += 1) {
       await Promise.all(boxes.map((one) => one.destroy()));
     }),
   );
-  cBase.push(await time(() => Promise.all(Array.from({ length: 16 }, () => plain(['/usr/bin/bash', '-c', 'echo hi'])))));
+  cBase.push(
+    await time(() =>
+      Promise.all(Array.from({ length: 16 }, () => plain(['/usr/bin/bash', '-c', 'echo hi']))),
+    ),
+  );
 }
 row('(c) 16 concurrent create + command + teardown', median(c), median(cBase), '16 plain bash -c');

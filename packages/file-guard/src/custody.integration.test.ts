@@ -121,7 +121,7 @@ function hookOpenSync(hook: (real: typeof fs.openSync, ...args: Parameters<typeo
   mockRestore: () => void;
 } {
   const original = fs.openSync;
-  fs.openSync = ((...args: Parameters<typeof fs.openSync>) => hook(original, ...args));
+  fs.openSync = (...args: Parameters<typeof fs.openSync>) => hook(original, ...args);
   return {
     mockRestore: () => {
       fs.openSync = original;

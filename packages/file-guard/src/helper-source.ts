@@ -78,7 +78,7 @@ function describe(st) {
 }
 // Classify the final component through an O_PATH descriptor: { fd, st } or throws Refused.
 // Returns null when it does not exist and allowMissing.
-function classify(path, follow, allowMissing) {
+function classify(path, follow, allowMissing, allowLink) {
   const parts = split(path);
   if (parts.length === 0) {
     const fd = fs.openSync('/', O_PATH | C.O_DIRECTORY);
@@ -108,7 +108,7 @@ function classify(path, follow, allowMissing) {
     }
     const st = fs.fstatSync(next);
     if (i === parts.length - 1) {
-      if (st.isSymbolicLink()) throw new Refused('SYMLINK', 'is a symbolic link');
+      if (st.isSymbolicLink() && !allowLink) throw new Refused('SYMLINK', 'is a symbolic link');
       return { fd: next, st: st, dir: dir, name: parts[i] };
     }
     fs.closeSync(dir);
@@ -214,7 +214,7 @@ function statEntry(st) {
   };
 }
 function opStat(request, path) {
-  const found = classify(path, request.follow, false);
+  const found = classify(path, request.follow, false, true);
   send(Object.assign({ ok: true }, statEntry(found.st)));
 }
 function opList(request, path) {

@@ -185,13 +185,14 @@ export const collectAndGradeOptionsSchema = z
      * RAM-backed and scratch places swept for what the student left there.
      * @default ['/dev/shm', '/tmp', '/var/tmp']
      */
-    reclaimRoots: z
-      .array(z.string().refine((p) => path.isAbsolute(p), 'must be absolute'))
-      .default(['/dev/shm', '/tmp', '/var/tmp']),
     /**
-     * Who reaps, reclaims and takes custody.
-     * @default createDefaultCollector()
+     * Disk directories swept (with file-guard's link-safe `reclaim()`) for files the student
+     * left outside its working directory. IPC objects and RAM-backed files (every read-write
+     * tmpfs) are always reclaimed. Leave empty when the student's sandbox gives it a private
+     * `/tmp` (the sweep is then pure cost); the grader's own sandbox never sees these places.
+     * @default []
      */
+    reclaimRoots: z.array(z.string().refine((p) => path.isAbsolute(p), 'must be absolute')).default([]),
     collector: z
       .custom<SubmissionCollector>(
         (v) =>

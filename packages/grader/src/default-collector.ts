@@ -70,17 +70,16 @@ export function createDefaultCollector(options: DefaultCollectorOptions = {}): S
         exclude: [student.workDir],
         abortSignal,
       });
-      const files = await reclaim(student.uid, {
-        roots: [...roots],
-        exclude: [student.workDir],
-        abortSignal,
-      });
+      const files =
+        roots.length === 0
+          ? null
+          : await reclaim(student.uid, { roots: [...roots], exclude: [student.workDir], abortSignal });
       return {
-        ok: leftovers.complete && files.complete,
+        ok: leftovers.complete && (files?.complete ?? true),
         record: toJson({ leftovers, files }),
         misbehavior: [
           ...leftovers.misbehavior,
-          ...(files.misbehavior === undefined ? [] : [files.misbehavior]),
+          ...(files?.misbehavior === undefined ? [] : [files.misbehavior]),
         ],
       };
     },

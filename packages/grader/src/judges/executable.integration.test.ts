@@ -56,8 +56,11 @@ function expectNothingLeft(report: JudgeReport): void {
   expect(uid).not.toBeNull();
   expect(pidsOfUid(uid!)).toEqual([]);
   const mounts = fs.readFileSync('/proc/self/mountinfo', 'utf8');
-  expect(mounts).not.toContain('karotte-grader');
-  expect(fs.readdirSync('/var/lib/karotte/grader').filter((n) => n.startsWith('karotte-grade-'))).toEqual([]);
+  expect(mounts).not.toContain(`karotte-grade-${uid}-`);
+  expect(mounts).not.toContain(`uid=${uid},`);
+  expect(
+    fs.readdirSync('/var/lib/karotte/grader').filter((n) => n.startsWith(`karotte-grade-${uid}-`)),
+  ).toEqual([]);
   expect(fs.existsSync(`/run/karotte/grader-uids/${uid}`)).toBe(false);
   for (const controller of ['memory', 'pids', 'freezer']) {
     const self = fs
@@ -65,7 +68,7 @@ function expectNothingLeft(report: JudgeReport): void {
       .split('\n')
       .find((line) => line.split(':')[1]?.split(',').includes(controller));
     const where = path.join('/sys/fs/cgroup', controller, self!.split(':')[2]!);
-    expect(fs.readdirSync(where).filter((n) => n.startsWith('karotte-grader-'))).toEqual([]);
+    expect(fs.readdirSync(where).filter((n) => n.startsWith(`karotte-grader-${uid}-`))).toEqual([]);
   }
 }
 

@@ -321,11 +321,18 @@ async function runExecutable(
     if (sandboxed) binaries = resolveBinaries();
     await prepareWorkDir(workDir, sandboxed);
 
-    root = await mkdtemp(path.join(workDir, 'karotte-grade-'));
     if (sandboxed) {
       identity = await allocateGraderIdentity({ lockDir: resolved.uidLockDir, ...resolved.uidRange });
+    }
+    // The uid in the name says whose private directory it is (for cleanup and audits).
+    root = await mkdtemp(path.join(workDir, `karotte-grade-${identity?.uid ?? 'process'}-`));
+    if (sandboxed && identity !== undefined) {
       base = { ...base, confinement: confinementOf(resolved, identity.uid) };
-      cgroup = await createGraderCgroup({ memoryBytes: resolved.memoryBytes, pids: resolved.pids });
+      cgroup = await createGraderCgroup({
+        memoryBytes: resolved.memoryBytes,
+        pids: resolved.pids,
+        label: String(identity.uid),
+      });
       // The grader's uid must traverse the root to reach its copies; nothing here is listable.
       await chmod(root, 0o711);
     }

@@ -40,6 +40,8 @@ export interface CgroupStats {
 export interface CreateCgroupOptions {
   readonly memoryBytes: number;
   readonly pids: number;
+  /** Goes into the group's name (`karotte-grader-<label>-<random>`), e.g. the grader's uid. */
+  readonly label?: string;
   /** Where cgroup filesystems are mounted. Tests point it at a fake tree. */
   readonly cgroupRoot?: string;
   /** The `/proc/<pid>/cgroup` file naming our own cgroups. */
@@ -136,7 +138,8 @@ function sleep(ms: number): Promise<void> {
 export async function createGraderCgroup(options: CreateCgroupOptions): Promise<GraderCgroup> {
   const root = options.cgroupRoot ?? '/sys/fs/cgroup';
   const self = parseProcCgroup(await readText(options.selfCgroupFile ?? '/proc/self/cgroup'));
-  const name = `karotte-grader-${randomBytes(6).toString('hex')}`;
+  const label = options.label === undefined ? '' : `${options.label.replace(/[^A-Za-z0-9_]/g, '_')}-`;
+  const name = `karotte-grader-${label}${randomBytes(6).toString('hex')}`;
 
   const v1 = V1_CONTROLLERS.every((c) => self.has(c));
   if (v1 && (await exists(path.join(root, 'memory', self.get('memory')!, 'cgroup.procs')))) {

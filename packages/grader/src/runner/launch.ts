@@ -90,7 +90,9 @@ const STAGE2 = [
   String.raw`  case $mp in *\\*) mp=$(printf '%b' "$(printf '%s' "$mp" | "$sed" 's/\\\([0-7][0-7][0-7]\)/\\0\1/g')");; esac`,
   '  case $mp in /proc|/proc/*) continue;; esac',
   '  [ "$mp" = "$keep" ] && continue',
-  '  "$m" -o remount,bind,ro "$mp" || exit 125',
+  // A mount whose mount point vanished meanwhile (another grader's score tmpfs, removed on
+  // the host) has been detached from this namespace too: nothing left to protect there.
+  '  "$m" -o remount,bind,ro "$mp" 2>/dev/null || { [ -e "$mp" ] || continue; "$m" -o remount,bind,ro "$mp" || exit 125; }',
   'done || exit 125',
   'n=$1; size=$2; shift 2',
   'while [ "$n" -gt 0 ]; do "$m" -t tmpfs -o "size=$size,mode=1777,nosuid,nodev" karotte-grader-tmp "$1" || exit 125; shift; n=$((n-1)); done',

@@ -1,0 +1,468 @@
+// reap() against real escapes, each run as a real unprivileged uid (testUid(): no passwd
+// entry, no groups), some inside a real cgroup v1 pids+freezer group with a pids.max the test
+// set and read back. Every test asserts (1) the record confirms, (2) the uid's process table
+// is empty, (3) a heartbeat the escapees kept writing stays unwritten for 1.5 s after the
+// reap. The tree-kill baseline runs the same escapes and must leave survivors: the checks can
+// fail.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import treeKill from 'tree-kill';
+import { killUid, pidsOfUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
+import {
+  V1TestGroup,
+  beats,
+  heartbeatsAfter,
+  sleep,
+  spawnStudent,
+  statesOfUid,
+  studentDir,
+} from '../test/fixtures.js';
+import { ProcReaperError, confirmedReapRecordSchema, reap, reapBestEffort } from './index.js';
+import { IN_COHORT_SCRIPT, runHelper } from './in-cohort.js';
+
+interface Context {
+  uid: number;
+  dir: string;
+  cleanupDir: () => void;
+  group: V1TestGroup | undefined;
+}
+
+let ctx: Context;
+const uids: number[] = [];
+
+beforeEach(() => {
+  const { dir: base, cleanup } = tempDir('reaper');
+  fs.chmodSync(base, 0o755);
+  ctx = { uid: testUid(), dir: studentDir(base), cleanupDir: cleanup, group: undefined };
+  uids.push(ctx.uid);
+});
+
+afterEach(async () => {
+  try {
+    for (const uid of uids.splice(0)) await killUid(uid);
+  } finally {
+    await ctx.group?.destroy();
+    ctx.cleanupDir();
+  }
+});
+
+function useGroup(label: string, pidsMax: number): V1TestGroup {
+  ctx.group = V1TestGroup.create(label);
+  ctx.group.setPidsMax(pidsMax);
+  return ctx.group;
+}
+
+interface Escape {
+  readonly name: string;
+  readonly script: string;
+  /** Heartbeats that must all exist before the reap (the escapees are running). */
+  readonly beats: readonly string[];
+  /** Run inside a pids+freezer group with this pids.max. */
+  readonly pidsMax?: number;
+  /** Extra readiness check. */
+  readonly ready?: (context: Context) => boolean;
+}
+
+const ESCAPES: readonly Escape[] = [
+  {
+    name: '`cmd &` whose shell exited',
+    script: '( while :; do beat bg; sleep 0.05; done ) &\nexit 0',
+    beats: ['beat.bg'],
+  },
+  {
+    name: '`nohup` whose shell exited',
+    script: "nohup bash -c 'while :; do beat nohup; sleep 0.05; done' >/dev/null 2>&1 &\nexit 0",
+    beats: ['beat.nohup'],
+  },
+  {
+    name: '`setsid` with a renamed process (`exec -a`)',
+    script:
+      'setsid -f bash -c \'exec -a "[kworker/0:1-events]" bash -c "while :; do beat setsid; sleep 0.05; done"\'\n' +
+      'exec sleep 600',
+    beats: ['beat.setsid'],
+  },
+  {
+    name: 'double fork',
+    script: "( ( exec -a karotte-df bash -c 'while :; do beat df; sleep 0.05; done' ) & )\nexec sleep 600",
+    beats: ['beat.df'],
+  },
+  {
+    name: 'fork-and-die relay that keeps re-spawning (no process lives more than a hop)',
+    script: 'export relay=\'beat relay; bash -c "$relay" & exit 0\'\nbash -c "$relay" &\nexec sleep 600',
+    beats: ['beat.relay'],
+    // Sequential hops, but every dead hop is a zombie until this host's PID 1 reaps it (in
+    // batches): the limit must leave room for those, or the chain dies of EAGAIN by itself.
+    pidsMax: 1024,
+    ready: (context) => {
+      // The chain is alive right now: its heartbeat is rewritten.
+      fs.rmSync(`${context.dir}/beat.relay`, { force: true });
+      spawnSync('/bin/sleep', ['0.2']);
+      return fs.existsSync(`${context.dir}/beat.relay`);
+    },
+  },
+  {
+    name: 'mutual SIGCONT ring plus a `kill -CONT -1` spammer',
+    script: [
+      'for i in 1 2 3 4; do',
+      '  ( ( exec -a "karotte-ring$i" bash -c \'echo $$ > "$D/ring.pid.$1"; while :; do for p in $(cat "$D"/ring.pid.* 2>/dev/null); do kill -CONT "$p" 2>/dev/null; done; beat "ring$1"; sleep 0.01; done\' ring "$i" ) & )',
+      'done',
+      '( ( while :; do kill -CONT -1 2>/dev/null; sleep 0.001; done ) & )',
+      'exec sleep 600',
+    ].join('\n'),
+    beats: ['beat.ring1', 'beat.ring2', 'beat.ring3', 'beat.ring4'],
+    pidsMax: 64,
+  },
+  {
+    name: 'a cohort that fills pids.max so that no new process can start',
+    script: [
+      "( ( exec -a karotte-beat bash -c 'while :; do beat fill; sleep 0.05; done' ) & )",
+      "( ( exec -a karotte-fill bash -c 'while :; do sleep 60 & done' 2>/dev/null ) & )",
+      'exec sleep 600',
+    ].join('\n'),
+    beats: ['beat.fill'],
+    pidsMax: 24,
+    ready: (context) => context.group!.pidsCurrent() >= 24 && context.group!.pidsMaxEvents() > 0,
+  },
+  {
+    name: 'a process in a nested user + PID namespace (unshare -Ur --pid --fork)',
+    script:
+      "setsid -f unshare -Ur --pid --fork bash -c 'while :; do beat userns; sleep 0.05; done'\nexec sleep 600",
+    beats: ['beat.userns'],
+  },
+  {
+    name: 'zombies and stopped processes',
+    script: [
+      'sleep 600 & kill -STOP $!',
+      "( exec -a karotte-zparent bash -c 'sleep 0.01 & exec sleep 600' ) &",
+      "( exec -a karotte-zstopped bash -c 'sleep 0.01 & sleep 0.3; kill -STOP $$' ) &",
+      'while :; do beat zombies; sleep 0.05; done',
+    ].join('\n'),
+    beats: ['beat.zombies'],
+    ready: (context) => {
+      const states = statesOfUid(context.uid);
+      return states.includes('Z') && states.filter((state) => state === 'T').length >= 2;
+    },
+  },
+];
+
+async function startEscape(escape: Escape): Promise<number> {
+  const group = escape.pidsMax === undefined ? undefined : useGroup('escape', escape.pidsMax);
+  const launcher = spawnStudent(ctx.uid, escape.script, { dir: ctx.dir, ...(group ? { group } : {}) });
+  await waitFor(() => {
+    const present = beats(ctx.dir);
+    return escape.beats.every((name) => present.includes(name)) && (escape.ready?.(ctx) ?? true);
+  }, 15_000);
+  return launcher.pid!;
+}
+
+describe('reap() proves every escape dead', () => {
+  const cases = ESCAPES.flatMap((escape) => [
+    { escape, withGroup: true, title: escape.name },
+    // Inside the same limits, but reap() is not told about the cgroup: the in-cohort kill and
+    // the sweep alone must do it.
+    ...(escape.pidsMax === undefined
+      ? []
+      : [{ escape, withGroup: false, title: `${escape.name}, reaped by uid alone (no cgroup kill)` }]),
+  ]);
+  for (const { escape, withGroup, title } of cases) {
+    it(title, async () => {
+      await startEscape(escape);
+      expect(pidsOfUid(ctx.uid).length).toBeGreaterThan(0);
+      const group = withGroup ? ctx.group : undefined;
+      const record = await reap({ uid: ctx.uid, ...(group ? { group } : {}) });
+      expect(record.misbehavior).toEqual([]);
+      expect(record.confirmedEmpty).toBe(true);
+      expect(record.inCohort.confirmed).toBeGreaterThanOrEqual(1);
+      expect(record.killed.cgroup > 0).toBe(group !== undefined);
+      expect(confirmedReapRecordSchema.parse(JSON.parse(JSON.stringify(record)))).toEqual(record);
+      expect(pidsOfUid(ctx.uid)).toEqual([]);
+      expect(await heartbeatsAfter(ctx.dir)).toEqual([]);
+      expect(pidsOfUid(ctx.uid)).toEqual([]);
+      if (ctx.group) expect(await ctx.group.pids()).toEqual([]);
+    });
+  }
+});
+
+describe('baseline: tree-kill on the student launcher leaves survivors in the escape cases', () => {
+  for (const escape of ESCAPES.filter((candidate) => candidate.name !== 'zombies and stopped processes')) {
+    it(escape.name, async () => {
+      const launcher = await startEscape(escape);
+      await new Promise<void>((resolve) => {
+        treeKill(launcher, 'SIGKILL', () => {
+          resolve();
+        });
+      });
+      await sleep(300);
+      // Survival is measured by the heartbeat, not by /proc: a fork-and-die relay is alive
+      // and writing while a /proc walk often sees none of its hops.
+      const beatsBack = await heartbeatsAfter(ctx.dir, 500);
+      expect(beatsBack.length).toBeGreaterThan(0);
+      // The reaper then cleans up what tree-kill left.
+      const record = await reap({ uid: ctx.uid, ...(ctx.group ? { group: ctx.group } : {}) });
+      expect(record.confirmedEmpty).toBe(true);
+    });
+  }
+});
+
+describe('reap() details', () => {
+  it('pids.max really was saturated: a process forked inside the group fails', async () => {
+    const escape = ESCAPES.find((candidate) => candidate.pidsMax === 24)!;
+    await startEscape(escape);
+    // The launcher joins the saturated group (migration is allowed) and then must fork `true`.
+    const probe = spawnSync(
+      '/bin/sh',
+      ['-c', 'echo $$ > "$1" && /bin/true && echo forked', 'probe', ctx.group!.procsFiles[0]!],
+      { encoding: 'utf8', timeout: 10_000 },
+    );
+    expect(probe.stdout).not.toContain('forked');
+    const record = await reap({ uid: ctx.uid, group: ctx.group! });
+    expect(record.confirmedEmpty).toBe(true);
+    expect(record.killed.cgroup).toBeGreaterThan(0);
+  });
+
+  it('a student loop that SIGSTOPs every process of its uid (the helper too) is still reaped', async () => {
+    spawnStudent(
+      ctx.uid,
+      "( ( exec -a karotte-stopper bash -c 'while :; do kill -STOP -1 2>/dev/null; beat stopper; done' ) & )\nexec sleep 600",
+      { dir: ctx.dir },
+    );
+    await waitFor(() => beats(ctx.dir).includes('beat.stopper'), 15_000);
+    // Whether the stopper catches the helper between its setresuid and its first kill(-1) is
+    // a race (the helper usually wins). Either way the reap must prove emptiness; the bounded
+    // wait on a stopped helper is tested deterministically below.
+    const record = await reap({ uid: ctx.uid }, { helperTimeoutMs: 500 });
+    expect(record.confirmedEmpty).toBe(true);
+    expect(record.inCohort.confirmed).toBeGreaterThanOrEqual(1);
+    expect(pidsOfUid(ctx.uid)).toEqual([]);
+    expect(await heartbeatsAfter(ctx.dir)).toEqual([]);
+  });
+
+  it('bounds the wait on a stopped helper and kills it from outside', async () => {
+    const argv = [
+      '/usr/bin/setpriv',
+      '--reuid',
+      String(ctx.uid),
+      '--regid',
+      String(ctx.uid),
+      '--clear-groups',
+      '--',
+      '/bin/sh',
+      '-c',
+      `kill -STOP $$; ${IN_COHORT_SCRIPT}`,
+      'karotte-in-cohort',
+      '100',
+    ];
+    const started = Date.now();
+    const outcome = await runHelper(argv, 300);
+    expect(outcome).toEqual({ status: 'timed_out' });
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(pidsOfUid(ctx.uid)).toEqual([]);
+  });
+
+  it('the helper cannot be ptraced or read by the student (it holds a capability the student lacks)', async () => {
+    // Start a long-lived process with the helper's exact privilege settings, then try, as the
+    // student, what a ptrace attack needs: /proc/<pid>/environ and /proc/<pid>/mem.
+    const holder = spawnSync(
+      '/bin/sh',
+      [
+        '-c',
+        '"$@" >/dev/null 2>&1 & echo $!',
+        'x',
+        '/usr/bin/setpriv',
+        '--reuid',
+        String(ctx.uid),
+        '--regid',
+        String(ctx.uid),
+        '--clear-groups',
+        '--no-new-privs',
+        '--inh-caps=-all,+wake_alarm',
+        '--ambient-caps=-all,+wake_alarm',
+        '--',
+        '/bin/sleep',
+        '30',
+      ],
+      { encoding: 'utf8' },
+    );
+    const pid = Number(holder.stdout.trim());
+    await waitFor(() => pidsOfUid(ctx.uid).includes(pid));
+    const probe = (file: string): number =>
+      spawnSync(
+        '/usr/bin/setpriv',
+        [
+          '--reuid',
+          String(ctx.uid),
+          '--regid',
+          String(ctx.uid),
+          '--clear-groups',
+          '--',
+          '/bin/sh',
+          '-c',
+          'exec 3< "$1"',
+          'p',
+          file,
+        ],
+        { encoding: 'utf8' },
+      ).status ?? -1;
+    expect(probe(`/proc/${pid}/environ`)).not.toBe(0);
+    expect(probe(`/proc/${pid}/mem`)).not.toBe(0);
+    // Control: the same uid CAN read a process of its own without the capability.
+    const plain = spawnSync(
+      '/bin/sh',
+      [
+        '-c',
+        '"$@" >/dev/null 2>&1 & echo $!',
+        'x',
+        '/usr/bin/setpriv',
+        '--reuid',
+        String(ctx.uid),
+        '--regid',
+        String(ctx.uid),
+        '--clear-groups',
+        '--',
+        '/bin/sleep',
+        '30',
+      ],
+      { encoding: 'utf8' },
+    );
+    const plainPid = Number(plain.stdout.trim());
+    await waitFor(() => pidsOfUid(ctx.uid).includes(plainPid));
+    expect(probe(`/proc/${plainPid}/environ`)).toBe(0);
+  });
+
+  it('reaps a PID namespace by its init alone (no uid, no group)', async () => {
+    spawnStudent(
+      ctx.uid,
+      "exec unshare -Ur --pid --fork bash -c 'while :; do beat nsonly; sleep 0.05; done'",
+      {
+        dir: ctx.dir,
+      },
+    );
+    await waitFor(() => beats(ctx.dir).includes('beat.nsonly'), 15_000);
+    const init = pidsOfUid(ctx.uid).find((pid) => {
+      const nsPid = /^NSpid:\s+(.*)$/m
+        .exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+        ?.split(/\s+/);
+      return nsPid !== undefined && nsPid.length === 2 && nsPid[1] === '1';
+    });
+    expect(init).toBeDefined();
+    const record = await reap({ pidNamespaceInitPid: init! });
+    expect(record).toMatchObject({ confirmedEmpty: true, killed: { pidns: 1 } });
+    expect(await heartbeatsAfter(ctx.dir)).toEqual([]);
+    // The namespace's parent (`unshare`, outside the namespace) exits once its child is gone.
+    await waitFor(() => pidsOfUid(ctx.uid).length === 0, 5_000);
+  });
+
+  it('kills the nested-namespace init as a pidns kill when reaping by uid', async () => {
+    await startEscape(ESCAPES.find((candidate) => candidate.name.includes('nested user'))!);
+    const record = await reap({ uid: ctx.uid });
+    expect(record.confirmedEmpty).toBe(true);
+    expect(record.killed.pidns).toBeGreaterThanOrEqual(1);
+  });
+
+  it('zombies are not alive: they are reaped with their parents and never block confirmation', async () => {
+    await startEscape(ESCAPES.find((candidate) => candidate.name === 'zombies and stopped processes')!);
+    const record = await reap({ uid: ctx.uid });
+    expect(record.confirmedEmpty).toBe(true);
+    await waitFor(() => statesOfUid(ctx.uid).length === 0, 5_000);
+  });
+
+  it('returns UNREAPABLE misbehavior with the survivors, never a silent success, when a process cannot die', async () => {
+    // A task in a FROZEN cgroup v1 freezer cannot act on SIGKILL until it is thawed: the
+    // deterministic stand-in for a process stuck where SIGKILL cannot finish it.
+    const frozen = useGroup('frozen', 64);
+    spawnStudent(ctx.uid, 'exec -a karotte-frozen bash -c "while :; do beat frozen; sleep 0.05; done"', {
+      dir: ctx.dir,
+      group: frozen,
+    });
+    await waitFor(() => beats(ctx.dir).includes('beat.frozen'), 15_000);
+    const state = `${frozen.freezerDir}/freezer.state`;
+    fs.writeFileSync(state, 'FROZEN');
+    await waitFor(() => fs.readFileSync(state, 'utf8').trim() === 'FROZEN', 5_000);
+    const record = await reap({ uid: ctx.uid }, { deadlineMs: 600 });
+    fs.writeFileSync(state, 'THAWED');
+    expect(record.confirmedEmpty).toBe(false);
+    expect(record.confirmedAt).toBeNull();
+    expect(record.durationMs).toBeGreaterThanOrEqual(600);
+    expect(record.passes).toBeGreaterThan(1);
+    // `exec -a` renames argv[0] only; the kernel's comm (what the record names) stays `bash`.
+    expect(record.survivors.map((survivor) => survivor.name)).toContain('bash');
+    expect(record.misbehavior).toEqual([
+      expect.objectContaining({
+        code: 'UNREAPABLE',
+        message: expect.stringMatching(/still alive: \d+ \(bash\)/) as unknown,
+      }),
+    ]);
+    // Thawed, the pending SIGKILL lands: a second reap confirms.
+    const again = await reap({ uid: ctx.uid });
+    expect(again.confirmedEmpty).toBe(true);
+    expect(await heartbeatsAfter(ctx.dir)).toEqual([]);
+  });
+
+  it('refuses to run without root at the first call (NOT_PRIVILEGED), before killing anything', async () => {
+    spawnStudent(ctx.uid, 'while :; do beat alive; sleep 0.05; done', { dir: ctx.dir });
+    await waitFor(() => beats(ctx.dir).includes('beat.alive'), 15_000);
+    const other = testUid();
+    uids.push(other);
+    process.seteuid!(other);
+    let error: unknown;
+    try {
+      await reap({ uid: ctx.uid });
+    } catch (caught) {
+      error = caught;
+    } finally {
+      process.seteuid!(0);
+    }
+    expect(error).toBeInstanceOf(ProcReaperError);
+    expect(error).toMatchObject({ code: 'NOT_PRIVILEGED', kind: 'bad_argument' });
+    expect(pidsOfUid(ctx.uid).length).toBeGreaterThan(0);
+  });
+});
+
+describe('reapBestEffort() (no root needed, never confirms)', () => {
+  it('kills a plain process tree and says it cannot confirm', async () => {
+    const launcher = spawnStudent(
+      ctx.uid,
+      'sleep 600 & sleep 600 & while :; do beat tree; sleep 0.05; done',
+      {
+        dir: ctx.dir,
+      },
+    );
+    await waitFor(() => beats(ctx.dir).includes('beat.tree'), 15_000);
+    const record = await reapBestEffort({ pid: launcher.pid! }, { timeoutMs: 2_000 });
+    expect(record).toMatchObject({ tier: 'best_effort', confirmedEmpty: false, survivorsSeen: [] });
+    expect(record.misses.length).toBeGreaterThan(3);
+    expect(record.killed.processGroup + record.killed.tree).toBeGreaterThanOrEqual(3);
+    expect(pidsOfUid(ctx.uid)).toEqual([]);
+  });
+
+  it('misses a setsid double-forked daemon, and its record admits it cannot see that', async () => {
+    const launcher = spawnStudent(
+      ctx.uid,
+      'setsid -f bash -c \'exec -a karotte-daemon bash -c "while :; do beat daemon; sleep 0.05; done"\'\nexec sleep 600',
+      { dir: ctx.dir },
+    );
+    await waitFor(() => beats(ctx.dir).includes('beat.daemon'), 15_000);
+    const record = await reapBestEffort({ pid: launcher.pid! }, { timeoutMs: 1_000 });
+    expect(record.confirmedEmpty).toBe(false);
+    expect(record.misses.join('\n')).toMatch(/setsid/);
+    expect(pidsOfUid(ctx.uid).length).toBeGreaterThan(0);
+    expect((await heartbeatsAfter(ctx.dir, 500)).length).toBeGreaterThan(0);
+  });
+
+  it('works without root, as the student uid itself', async () => {
+    const launcher = spawnStudent(ctx.uid, 'sleep 600 & while :; do beat self; sleep 0.05; done', {
+      dir: ctx.dir,
+    });
+    await waitFor(() => beats(ctx.dir).includes('beat.self'), 15_000);
+    process.seteuid!(ctx.uid);
+    let record;
+    try {
+      record = await reapBestEffort({ pid: launcher.pid! }, { timeoutMs: 2_000 });
+    } finally {
+      process.seteuid!(0);
+    }
+    expect(record.confirmedEmpty).toBe(false);
+    await waitFor(() => pidsOfUid(ctx.uid).length === 0, 3_000);
+  });
+});

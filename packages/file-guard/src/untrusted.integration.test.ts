@@ -57,8 +57,8 @@ function world(): World {
 }
 
 const modes = [
-  { label: 'in process (root)', options: (_w: World) => ({}) },
-  { label: 'as the student uid', options: (w: World) => ({ asUid: w.uid }) },
+  { label: 'in process (root)', options: (): { asUid?: number } => ({}) },
+  { label: 'as the student uid', options: (w: World): { asUid?: number } => ({ asUid: w.uid }) },
 ];
 
 describe.each(modes)('readUntrusted $label', ({ options }) => {

@@ -128,6 +128,13 @@ export const DEFAULT_WATCHDOG_ENTRY_BUDGET = 10_000;
 export const DEFAULT_QUOTA_POLL_MS = 1000;
 
 /**
+ * How often a group reads its limit-hit counters in the background (so `atMs` of an event is
+ * close to when it happened). 0 disables it.
+ * @default 1000
+ */
+export const DEFAULT_EVENT_POLL_MS = 1000;
+
+/**
  * Default directory of per-resource owner records for cgroups (a tmpfs: cgroups do not
  * survive a reboot, and neither should their records).
  * @default '/run/karotte'

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
 import { killUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
-import { detectCgroups } from './cgroup-detect.js';
+import { detectCgroups, parseProcCgroup } from './cgroup-detect.js';
 import { createGroup } from './group.js';
 import type { LimitGroup } from './group.js';
 import { asUid, runBounded } from './test-helpers.js';
@@ -117,11 +117,11 @@ describe('cgroup groups on this host', () => {
     );
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    const cgroupLines = run.stdout
-      .split('\n')
-      .filter((line) => /^\d+:[^:]*(memory|pids|freezer)[^:]*:/.test(line));
-    expect(cgroupLines.length).toBeGreaterThanOrEqual(3);
-    for (const line of cgroupLines) expect(line.endsWith(`/${created.name}`)).toBe(true);
+    const seen = parseProcCgroup(run.stdout);
+    const controllers = created.backend === 'cgroup-v2' ? [''] : ['memory', 'pids', 'freezer', 'cpu'];
+    for (const controller of controllers) {
+      expect(seen.get(controller), controller).toMatch(new RegExp(`/${created.name}$`));
+    }
     expect(run.stdout).toMatch(/^1000$/m);
     expect(run.stdout).toMatch(/^Max open files\s+77\s+77\s+files/m);
     expect(run.stdout).toMatch(/^Max core file size\s+0\s+0\s+bytes/m);

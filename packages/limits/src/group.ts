@@ -14,6 +14,7 @@ import type { CgroupIo } from './cgroup-io.js';
 import { readNumber, realCgroupIo } from './cgroup-io.js';
 import {
   DEFAULT_CPU_WEIGHT,
+  DEFAULT_EVENT_POLL_MS,
   DEFAULT_PIDS_MAX,
   DEFAULT_REMOVE_TIMEOUT_MS,
   DEFAULT_STATE_DIR,
@@ -63,6 +64,12 @@ export const groupOptionsSchema = z
     hierarchy: cgroupHierarchySchema.optional(),
     /** How long remove() waits for the group to empty. @default DEFAULT_REMOVE_TIMEOUT_MS (10 s) */
     removeTimeoutMs: z.number().int().positive().default(DEFAULT_REMOVE_TIMEOUT_MS),
+    /**
+     * Background read of the limit-hit counters, so an event's `atMs` is close to when it
+     * happened even if `events()` is called late. 0 disables it.
+     * @default DEFAULT_EVENT_POLL_MS (1000)
+     */
+    eventPollMs: z.number().int().nonnegative().default(DEFAULT_EVENT_POLL_MS),
     /** Cancels creation. */
     abortSignal: z.instanceof(AbortSignal).optional(),
   })
@@ -260,6 +267,7 @@ function createGroupSync(
     stateDir,
     options.rlimits,
     options.removeTimeoutMs,
+    options.eventPollMs,
   );
 }
 
@@ -271,6 +279,7 @@ class CgroupLimitGroup implements LimitGroup {
   private readonly baseline: GroupCounters;
   private readonly firstSeen = new FirstSeen();
   private removal: Promise<GroupRemoval> | null = null;
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly io: CgroupIo,
@@ -280,6 +289,7 @@ class CgroupLimitGroup implements LimitGroup {
     private readonly stateDir: string,
     readonly rlimits: Rlimits,
     private readonly removeTimeoutMs: number,
+    eventPollMs: number,
   ) {
     this.backend = cgroup.version === 2 ? 'cgroup-v2' : 'cgroup-v1';
     this.dirs = cgroup.dirs;
@@ -309,6 +319,19 @@ class CgroupLimitGroup implements LimitGroup {
               reason: `weight ${cgroup.applied.cpuWeight} read back`,
             },
     };
+    this.startPolling(eventPollMs);
+  }
+
+  private startPolling(eventPollMs: number): void {
+    if (eventPollMs === 0) return;
+    this.timer = setInterval(() => {
+      try {
+        this.diff(this.cgroup.counters());
+      } catch {
+        // the group is being removed
+      }
+    }, eventPollMs);
+    this.timer.unref();
   }
 
   private assertLive(): void {
@@ -385,6 +408,8 @@ class CgroupLimitGroup implements LimitGroup {
   }
 
   private async doRemove(): Promise<GroupRemoval> {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
     let events: LimitEvent[] = [];
     await drainAndRemove(this.io, this.dirs, this.removeTimeoutMs, () => {
       // Read the counters at the last moment they exist (the group is empty, not yet removed).

@@ -1,5 +1,6 @@
 // Real loop-mounted ext4 quotas: a disk fill and an inode flood by a test uid stop at the
 // quota with ENOSPC, and the host's free space is untouched (the image is preallocated).
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -85,9 +86,34 @@ describe('disk quotas', () => {
   it('stops a disk fill at the quota with ENOSPC while the host free space is untouched', async () => {
     const uid = testUid();
     cleanups.push(() => killUid(uid));
-    const created = await quota({ bytes: 32 * MiB, inodes: 512, ownerUid: uid, pollMs: 20 });
+    // The image lives on a private 48 MiB tmpfs that nothing else on the machine writes to, so
+    // its free space is an exact measure of what the fill took from "the host".
+    const host = tempDir('limits-host');
+    cleanups.push(host.cleanup);
+    execFileSync('/usr/bin/mount', [
+      '-t',
+      'tmpfs',
+      '-o',
+      'size=48m,mode=0711',
+      'karotte-test-host',
+      host.dir,
+    ]);
+    cleanups.push(() => {
+      execFileSync('/usr/bin/umount', [host.dir]);
+    });
+    const created = await createQuota({
+      imageDir: host.dir,
+      bytes: 32 * MiB,
+      inodes: 512,
+      ownerUid: uid,
+      pollMs: 20,
+    });
+    cleanups.push(async () => {
+      await created.remove();
+    });
     const imageBlocks = fs.statSync(created.image).blocks;
-    const hostBefore = hostFreeBytes(imageDir);
+    expect(imageBlocks * 512).toBeGreaterThanOrEqual(32 * MiB);
+    const hostBefore = hostFreeBytes(host.dir);
     const run = await runBounded(
       asUid(uid, ['/usr/bin/dd', 'if=/dev/zero', `of=${created.path}/fill`, 'bs=1M', 'count=128']),
       60_000,
@@ -97,10 +123,9 @@ describe('disk quotas', () => {
     const written = fs.statSync(path.join(created.path, 'fill')).size;
     expect(written).toBeLessThanOrEqual(32 * MiB);
     expect(written).toBeGreaterThan(24 * MiB);
-    // The image did not grow, and the host lost (much) less than the 128 MiB the fill tried:
-    // other work on this machine may write a little meanwhile.
+    // Not one byte more of the host: the image was preallocated and did not grow.
     expect(fs.statSync(created.image).blocks).toBe(imageBlocks);
-    expect(hostBefore - hostFreeBytes(imageDir)).toBeLessThan(16 * MiB);
+    expect(hostFreeBytes(host.dir)).toBe(hostBefore);
     const usage = created.usage();
     expect(usage.freeBytes).toBeLessThan(MiB);
     const events = created.events();

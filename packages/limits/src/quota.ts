@@ -251,9 +251,18 @@ async function prepareImage(
       { code: 'QUOTA_FAILED', abortSignal },
     );
     if (!isPreallocated(paths.image, blockAligned)) {
-      throw new LimitsError('QUOTA_FAILED', `${paths.image} became sparse during mkfs`, {
-        path: paths.image,
+      // mke2fs zeroes some ranges with fallocate; where the file system has no ZERO_RANGE
+      // (tmpfs) it punches holes instead. Holes read as zeros, so allocating them again keeps
+      // the file system intact and makes the image whole again.
+      await runTrusted('fallocate', ['-l', String(blockAligned), paths.image], {
+        code: 'QUOTA_FAILED',
+        abortSignal,
       });
+      if (!isPreallocated(paths.image, blockAligned)) {
+        throw new LimitsError('QUOTA_FAILED', `${paths.image} stays sparse after mkfs`, {
+          path: paths.image,
+        });
+      }
     }
     const { stdout } = await runTrusted('losetup', ['--find', '--show', '--nooverlap', paths.image], {
       code: 'QUOTA_FAILED',

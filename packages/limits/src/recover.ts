@@ -69,6 +69,25 @@ function ownerDead<T extends { owner: GroupRecord['owner'] }>(found: FoundRecord
   return !isAlive(found.record.owner);
 }
 
+/** Delete `<record>.json.tmp-<pid>` files (a write cut short) whose writer is gone. */
+function removeStaleTemporaries(dir: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const writer = /\.json\.tmp-(\d+)$/.exec(name)?.[1];
+    if (writer === undefined || fs.existsSync(`/proc/${writer}`)) continue;
+    try {
+      fs.unlinkSync(path.join(dir, name));
+    } catch {
+      // raced with another recoverer
+    }
+  }
+}
+
 /** True when `dir` is on a cgroup file system (so rmdir there can only remove a group). */
 function onCgroupFs(dir: string, mounts: ReturnType<typeof parseMountInfo>): boolean {
   const owner = mounts
@@ -92,6 +111,8 @@ export async function recoverLeftovers(options: RecoverOptions = {}): Promise<Re
   let alive = 0;
 
   const groupDir = path.join(parsed.stateDir, 'groups');
+  const layout = imageLayout(parsed.imageDir);
+  for (const dir of [groupDir, layout.records]) removeStaleTemporaries(dir);
   if (fs.existsSync(groupDir)) {
     checkSafeDir(groupDir);
     const mounts = parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8'));
@@ -131,7 +152,6 @@ export async function recoverLeftovers(options: RecoverOptions = {}): Promise<Re
     }
   }
 
-  const layout = imageLayout(parsed.imageDir);
   if (fs.existsSync(layout.records)) {
     checkSafeDir(layout.records);
     for (const found of readRecords(layout.records, quotaRecordSchema)) {

@@ -21,7 +21,9 @@ export const INIT_SCRIPT = [
   '  if [ "$child" -gt 0 ]; then kill -s "$1" "$child" 2>/dev/null; else pending="$pending $1"; fi',
   '}',
   'for sig in HUP INT QUIT TERM USR1 USR2; do trap "forward $sig" "$sig"; done',
-  '"$@" &',
+  // An async command of a shell without job control starts with INT and QUIT ignored (POSIX);
+  // reset them, or a forwarded Ctrl-C would be dropped by the command.
+  '( trap - INT QUIT; exec "$@" ) &',
   'child=$!',
   'exec 2>/dev/null',
   'for sig in $pending; do kill -s "$sig" "$child"; done',

@@ -1,0 +1,126 @@
+// The PID-1 shim (initArgv) as the real first process of a fresh PID namespace: exit-status
+// mapping, reaping of orphans (against a control PID 1 that never reaps), signal forwarding.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { tempDir, waitFor } from '../../../test/support/index.js';
+import { initArgv } from './index.js';
+
+const UNSHARE = '/usr/bin/unshare';
+const cleanups: (() => void)[] = [];
+const started: number[] = [];
+
+afterEach(() => {
+  for (const pid of started.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL'); // unshare --fork: its child (the namespace init) dies with the namespace's parent kill below
+    } catch {
+      // exited
+    }
+  }
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+function runInNamespace(command: string[]): { status: number | null; stdout: string } {
+  const result = spawnSync(UNSHARE, ['--pid', '--fork', '--mount-proc', '--', ...initArgv(command)], {
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  return { status: result.status, stdout: result.stdout };
+}
+
+/** The pid (in our namespace) of the first child of `parent`. */
+function childOf(parent: number): number | undefined {
+  try {
+    const text = fs.readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim();
+    return text === '' ? undefined : Number(text.split(/\s+/)[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+function waitExit(child: ReturnType<typeof spawn>): Promise<number | null> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+    }, 20_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+  });
+}
+
+const COUNT_ZOMBIES =
+  'for i in 1 2 3 4 5 6; do ( /bin/sleep 0.1 & ); done; /bin/sleep 1; ' +
+  'z=0; for f in /proc/[0-9]*/stat; do read -r line < "$f" 2>/dev/null || continue; case "${line##*) }" in Z*) z=$((z+1));; esac; done; echo "zombies=$z"';
+
+describe('initArgv(): PID 1 of a namespace', () => {
+  it('exits with the command status, and 128 + n when signal n killed it', () => {
+    expect(runInNamespace(['/bin/sh', '-c', 'exit 0']).status).toBe(0);
+    expect(runInNamespace(['/bin/sh', '-c', 'exit 7']).status).toBe(7);
+    expect(runInNamespace(['/bin/sh', '-c', 'exit 200']).status).toBe(200);
+    expect(runInNamespace(['/bin/sh', '-c', 'kill -TERM $$']).status).toBe(143);
+    expect(runInNamespace(['/bin/sh', '-c', 'kill -KILL $$']).status).toBe(137);
+  });
+
+  it('reaps reparented orphans, where a PID 1 that never waits collects zombies (control)', async () => {
+    const counts: Record<string, number> = {};
+    for (const [label, pid1] of [
+      ['init', initArgv(['/bin/sleep', '30'])],
+      ['control', ['/bin/sleep', '30']],
+    ] as const) {
+      const ns = spawn(UNSHARE, ['--pid', '--fork', '--mount-proc', '--', ...pid1], { stdio: 'ignore' });
+      started.push(ns.pid!);
+      let init: number | undefined;
+      await waitFor(() => (init = childOf(ns.pid!)) !== undefined);
+      await waitFor(
+        () => fs.readFileSync(`/proc/${init}/cmdline`, 'latin1').includes('sleep') || label === 'init',
+      );
+      // Orphans made by a process that joined the namespace: they are reparented to its PID 1.
+      const result = spawnSync(
+        '/usr/bin/nsenter',
+        ['-t', String(init), '--pid', '--mount', '--', '/bin/bash', '-c', COUNT_ZOMBIES],
+        { encoding: 'utf8', timeout: 20_000 },
+      );
+      counts[label] = Number(/zombies=(\d+)/.exec(result.stdout)?.[1] ?? -1);
+      ns.kill('SIGKILL');
+      try {
+        process.kill(init!, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    expect(counts['control']).toBeGreaterThanOrEqual(6);
+    expect(counts['init']).toBe(0);
+  });
+
+  it('forwards TERM, INT and USR1 to the command and exits with what the command did', async () => {
+    const { dir, cleanup } = tempDir('init');
+    cleanups.push(cleanup);
+    for (const [signal, script, expected] of [
+      ['SIGTERM', 'trap "exit 42" TERM', 42],
+      ['SIGUSR1', 'trap "exit 10" USR1', 10],
+      ['SIGINT', ':', 130],
+    ] as const) {
+      const ready = `${dir}/ready-${signal}`;
+      const ns = spawn(
+        UNSHARE,
+        [
+          '--pid',
+          '--fork',
+          '--',
+          ...initArgv(['/bin/bash', '-c', `${script}; : > "$1"; /bin/sleep 20 & wait`, 'cmd', ready]),
+        ],
+        { stdio: 'ignore' },
+      );
+      started.push(ns.pid!);
+      const exited = waitExit(ns);
+      await waitFor(() => fs.existsSync(ready));
+      const init = childOf(ns.pid!);
+      expect(init).toBeDefined();
+      process.kill(init!, signal);
+      expect(await exited).toBe(expected);
+    }
+  });
+});

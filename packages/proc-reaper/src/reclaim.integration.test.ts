@@ -1,0 +1,247 @@
+// reclaimLeftovers() against real IPC objects and files made by a real unprivileged uid:
+// SysV objects by creator (including ones whose owner the student rewrote with IPC_SET),
+// POSIX message queues, files in /dev/shm. Every test removes what it made.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { killUid, testUid } from '../../../test/support/index.js';
+import { removeSysvOf } from '../test/fixtures.js';
+import { ProcReaperError, reclaimLeftovers, reclaimRecordSchema } from './index.js';
+import { listSysvByCreator, parseSysvTable, sweepMqueues } from './ipc.js';
+
+let uid: number;
+const shmFiles: string[] = [];
+
+beforeEach(() => {
+  uid = testUid();
+});
+
+afterEach(async () => {
+  await killUid(uid);
+  removeSysvOf(uid);
+  for (const file of shmFiles.splice(0)) fs.rmSync(file, { recursive: true, force: true });
+});
+
+/** Run a command as the student; returns stdout, throws on failure. */
+function asStudent(args: string[]): string {
+  const result = spawnSync(
+    '/usr/bin/setpriv',
+    ['--reuid', String(uid), '--regid', String(uid), '--clear-groups', '--', ...args],
+    { encoding: 'utf8', timeout: 10_000, env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' } },
+  );
+  if (result.status !== 0) throw new Error(`as student ${args.join(' ')}: ${result.status} ${result.stderr}`);
+  return result.stdout;
+}
+
+/** Sysv objects of every kind, whoever created them. */
+function allSysv() {
+  return (['shm', 'sem', 'msg'] as const).flatMap((kind) =>
+    parseSysvTable(kind, fs.readFileSync(`/proc/sysvipc/${kind}`, 'utf8')),
+  );
+}
+
+const MQUEUE_BINARIES = {
+  unshare: '/usr/bin/unshare',
+  sh: '/bin/sh',
+  mount: '/usr/bin/mount',
+  find: '/usr/bin/find',
+};
+
+/** Create a POSIX message queue: as `asUid` (or root), through a private mqueue mount. */
+function createQueue(name: string, asUid: number | undefined): void {
+  const mountPoint = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-mq-test-'));
+  try {
+    const create =
+      asUid === undefined
+        ? ['/bin/sh', '-c', ': > "$1/$2"', 'x']
+        : [
+            '/usr/bin/setpriv',
+            '--reuid',
+            String(asUid),
+            '--regid',
+            String(asUid),
+            '--clear-groups',
+            '--',
+            '/bin/sh',
+            '-c',
+            ': > "$1/$2"',
+            'x',
+          ];
+    const result = spawnSync(
+      '/usr/bin/unshare',
+      [
+        '--mount',
+        '--propagation',
+        'private',
+        '--',
+        '/bin/sh',
+        '-c',
+        'mount -t mqueue karotte-test "$1" && shift 2 && "$@"',
+        'x',
+        mountPoint,
+        '--',
+        ...create,
+        mountPoint,
+        name,
+      ],
+      { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } },
+    );
+    if (result.status !== 0) throw new Error(`cannot create queue ${name}: ${result.stderr}`);
+  } finally {
+    fs.rmdirSync(mountPoint);
+  }
+}
+
+describe('reclaimLeftovers(): SysV IPC by creator', () => {
+  it('removes shared memory, semaphores and message queues the student made with ipcmk', async () => {
+    asStudent(['/usr/bin/ipcmk', '-M', '4096']);
+    asStudent(['/usr/bin/ipcmk', '-S', '2']);
+    asStudent(['/usr/bin/ipcmk', '-Q']);
+    expect(
+      listSysvByCreator(uid)
+        .map((object) => object.kind)
+        .sort(),
+    ).toEqual(['msg', 'sem', 'shm']);
+    const record = await reclaimLeftovers(uid, { posixMqueues: false, ramFiles: false });
+    expect(record.sysv).toEqual({ removed: { shm: 1, sem: 1, msg: 1 }, pendingDestroy: 0, left: [] });
+    expect(record).toMatchObject({ complete: true, misbehavior: [], posixMqueues: null, ramFiles: null });
+    expect(listSysvByCreator(uid)).toEqual([]);
+  });
+
+  it('removes objects whose owner the student gave to root or another uid (IPC_SET)', async () => {
+    const other = testUid();
+    // Perl's core IPC::SysV calls shmctl/semctl/msgctl(IPC_SET) for us (no compiler needed).
+    asStudent([
+      '/usr/bin/perl',
+      '-e',
+      [
+        'use IPC::SysV qw(IPC_PRIVATE IPC_CREAT IPC_STAT IPC_SET S_IRWXU);',
+        'use IPC::SharedMem; use IPC::Semaphore; use IPC::Msg;',
+        'my $id = shmget(IPC_PRIVATE, 4096, S_IRWXU) // die "shmget $!";',
+        'my $buf = ""; shmctl($id, IPC_STAT, $buf) or die "stat $!";',
+        'my $ds = "IPC::SharedMem::stat"->new->unpack($buf); $ds->uid(0);',
+        'shmctl($id, IPC_SET, $ds->pack) or die "set shm $!";',
+        // set() returns 0 ("0 but true" numified) on success: test definedness.
+        'defined(IPC::Semaphore->new(IPC_PRIVATE, 1, S_IRWXU|IPC_CREAT)->set(uid => $ARGV[0])) or die "sem $!";',
+        'defined(IPC::Msg->new(IPC_PRIVATE, S_IRWXU|IPC_CREAT)->set(uid => 0)) or die "msg $!";',
+      ].join(' '),
+      String(other),
+    ]);
+    const mine = listSysvByCreator(uid);
+    expect(mine).toHaveLength(3);
+    // The attack worked: by OWNER, nothing belongs to the student any more.
+    expect(allSysv().filter((object) => object.uid === uid)).toEqual([]);
+    expect(mine.map((object) => object.uid).sort()).toEqual([0, 0, other].sort());
+    const record = await reclaimLeftovers(uid, { posixMqueues: false, ramFiles: false });
+    expect(record.sysv?.removed).toEqual({ shm: 1, sem: 1, msg: 1 });
+    expect(record.complete).toBe(true);
+    expect(listSysvByCreator(uid)).toEqual([]);
+  });
+
+  it('leaves objects created by other uids alone', async () => {
+    const other = testUid();
+    try {
+      spawnSync('/usr/bin/setpriv', [
+        '--reuid',
+        String(other),
+        '--regid',
+        String(other),
+        '--clear-groups',
+        '--',
+        '/usr/bin/ipcmk',
+        '-M',
+        '4096',
+      ]);
+      asStudent(['/usr/bin/ipcmk', '-M', '4096']);
+      await reclaimLeftovers(uid, { posixMqueues: false, ramFiles: false });
+      expect(listSysvByCreator(uid)).toEqual([]);
+      expect(listSysvByCreator(other)).toHaveLength(1);
+    } finally {
+      removeSysvOf(other);
+    }
+  });
+});
+
+describe('reclaimLeftovers(): POSIX message queues', () => {
+  it('removes the queues the student owns and keeps root-owned ones', async () => {
+    const studentQueue = `karotte-test-q-${uid}`;
+    const rootQueue = `karotte-test-rootq-${uid}`;
+    createQueue(studentQueue, uid);
+    createQueue(rootQueue, undefined);
+    try {
+      const record = await reclaimLeftovers(uid, { sysv: false, ramFiles: false });
+      expect(record.posixMqueues).toEqual({ removed: [studentQueue], removedCount: 1, left: [] });
+      // Listed again (through a fresh private mount): the student's is gone, root's is there.
+      const again = await sweepMqueues(MQUEUE_BINARIES, uid, 10_000);
+      expect(again).toEqual({ removed: [], left: [] });
+      const rootView = await sweepMqueues(MQUEUE_BINARIES, 0, 10_000);
+      expect(rootView.removed.map(String)).toContain(rootQueue);
+    } finally {
+      // sweepMqueues(…, 0, …) above already removed root's test queue; make sure.
+      await sweepMqueues(MQUEUE_BINARIES, 0, 10_000).catch(() => undefined);
+    }
+  });
+});
+
+describe('reclaimLeftovers(): RAM-backed files (through file-guard)', () => {
+  it("removes the student's files in /dev/shm, keeps root's, and finds /dev/shm by itself", async () => {
+    const studentFile = `/dev/shm/karotte-test-${uid}-file`;
+    const studentDir = `/dev/shm/karotte-test-${uid}-dir`;
+    const rootFile = `/dev/shm/karotte-test-${uid}-root`;
+    shmFiles.push(studentFile, studentDir, rootFile);
+    asStudent([
+      '/bin/sh',
+      '-c',
+      'head -c 65536 /dev/zero > "$1" && mkdir "$2" && : > "$2/inner" && ln -s /etc/passwd "$2/link"',
+      'x',
+      studentFile,
+      studentDir,
+    ]);
+    fs.writeFileSync(rootFile, 'root');
+    const record = await reclaimLeftovers(uid, { sysv: false, posixMqueues: false });
+    expect(record.ramFiles?.roots).toContain('/dev/shm');
+    expect(record.ramFiles).toMatchObject({ complete: true, failed: 0, timedOut: false });
+    expect(record.ramFiles!.removed).toBeGreaterThanOrEqual(4);
+    expect(fs.existsSync(studentFile)).toBe(false);
+    expect(fs.existsSync(studentDir)).toBe(false);
+    expect(fs.readFileSync(rootFile, 'utf8')).toBe('root');
+    expect(fs.existsSync('/etc/passwd')).toBe(true);
+    expect(reclaimRecordSchema.parse(JSON.parse(JSON.stringify(record)))).toEqual(record);
+  });
+});
+
+describe('reclaimLeftovers(): everything at once, and caller errors', () => {
+  it('reclaims SysV objects, a queue and a RAM file in one call', async () => {
+    asStudent(['/usr/bin/ipcmk', '-M', '4096']);
+    createQueue(`karotte-test-all-${uid}`, uid);
+    const file = `/dev/shm/karotte-test-${uid}-all`;
+    shmFiles.push(file);
+    asStudent(['/bin/sh', '-c', ': > "$1"', 'x', file]);
+    const record = await reclaimLeftovers(uid, { ramFileRoots: ['/dev/shm'] });
+    expect(record).toMatchObject({
+      complete: true,
+      misbehavior: [],
+      sysv: { removed: { shm: 1, sem: 0, msg: 0 } },
+      posixMqueues: { removedCount: 1 },
+      ramFiles: { roots: ['/dev/shm'], removed: 1 },
+    });
+  });
+
+  it('refuses uid 0, a system uid, and a caller without root', async () => {
+    await expect(reclaimLeftovers(0)).rejects.toMatchObject({ name: 'BadArgumentError', field: 'uid' });
+    await expect(reclaimLeftovers(100)).rejects.toMatchObject({ name: 'BadArgumentError', field: 'uid' });
+    process.seteuid!(uid);
+    let error: unknown;
+    try {
+      await reclaimLeftovers(uid);
+    } catch (caught) {
+      error = caught;
+    } finally {
+      process.seteuid!(0);
+    }
+    expect(error).toBeInstanceOf(ProcReaperError);
+    expect(error).toMatchObject({ code: 'NOT_PRIVILEGED' });
+  });
+});

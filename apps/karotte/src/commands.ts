@@ -1,4 +1,7 @@
 import type { Io } from './main.js';
+import { demoCommand } from './commands/demo.js';
+import { redteamCommand } from './commands/redteam.js';
+import { runCommand } from './commands/run.js';
 import { validateCommand } from './commands/validate.js';
 
 export interface CommandContext {
@@ -14,7 +17,10 @@ export interface Command {
   run(argv: readonly string[], context: CommandContext): Promise<number>;
 }
 
-/** The commands of the contract (../../shared/contract.md), added as each is built. */
+/** The commands of the contract (../../shared/contract.md). */
 export const commands: Readonly<Record<string, Command>> = Object.freeze({
+  run: runCommand,
   validate: validateCommand,
+  demo: demoCommand,
+  redteam: redteamCommand,
 });

@@ -11,3 +11,27 @@ export {
 export type { TaskFile, TaskLimits, GraderSpec, TaskStepFile } from './task-schema.js';
 export { loadTask, MAX_TASK_FILE_BYTES } from './task.js';
 export type { Task, TaskStep } from './task.js';
+export {
+  toolCallSchema,
+  assistantMessageSchema,
+  renderObservation,
+} from './messages.js';
+export type {
+  ToolCall,
+  AssistantMessage,
+  SystemMessage,
+  UserMessage,
+  ToolMessage,
+  Message,
+  ToolSpec,
+  ToolObservation,
+} from './messages.js';
+export { createReplayAgent, loadReplay, replaySchema, MAX_REPLAY_FILE_BYTES } from './agent.js';
+export type { Agent } from './agent.js';
+export { Transcript, TRANSCRIPT_EVENT_TYPES, writeResultFile } from './transcript.js';
+export type { TranscriptEvent, TranscriptEventType } from './transcript.js';
+export { Episode, createEpisode, runEpisode, EPISODE_TOOLS } from './episode.js';
+export type { EpisodeOptions, EpisodeResult, StepOutcome, WorldSpec, WorldFactory } from './episode.js';
+export type { StudentWorld, ShellOutcome } from './world.js';
+export { createSandboxWorld, toLimitHit } from './sandbox-world.js';
+export type { SandboxWorldOptions } from './sandbox-world.js';

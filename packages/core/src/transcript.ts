@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { toSystemError } from '@karotte/base';
+import { openDurableLog, writeFileDurably, type DurableLog } from '@karotte/file-guard';
 
 /** Every kind of event the transcript records, in the order an episode produces them. */
 export const TRANSCRIPT_EVENT_TYPES = [
@@ -34,35 +35,33 @@ export interface TranscriptEvent {
 }
 
 /**
- * An append-only JSONL transcript. Each event is one `write` of one complete line, so a
- * harness killed mid-run leaves a valid transcript up to its last event; `sync()` makes what
- * was written durable (fsync of the file, and of its directory when the file was created).
+ * An append-only JSONL transcript on file-guard's durable log: each event is one `write` of
+ * one complete line, fdatasync'ed before `append` resolves, so a harness killed mid-run leaves
+ * a valid transcript up to its last event.
  */
 export class Transcript {
   private seq = 0;
-  private chain: Promise<void> = Promise.resolve();
-  private closed = false;
 
   private constructor(
-    private readonly handle: fs.FileHandle,
+    private readonly log: DurableLog,
     readonly file: string,
     private readonly startedAt: number,
   ) {}
 
-  /** Create (or truncate) `file` and fsync its directory so the file itself survives a crash. */
+  /** Create `file`, replacing an earlier transcript there. */
   static async create(file: string, startedAt = Date.now()): Promise<Transcript> {
+    const absolute = path.resolve(file);
     try {
-      await fs.mkdir(path.dirname(file), { recursive: true });
-      const handle = await fs.open(file, 'w', 0o644);
-      await syncDir(path.dirname(file));
-      return new Transcript(handle, file, startedAt);
+      await fs.rm(absolute, { force: true });
     } catch (error) {
-      throw toSystemError(error, `cannot create the transcript ${file}`);
+      throw toSystemError(error, `cannot replace the transcript ${absolute}`);
     }
+    const log = await openDurableLog(absolute, { mode: 0o644, createParents: true });
+    return new Transcript(log, absolute, startedAt);
   }
 
-  /** Append one event. Appends are serialised; the returned promise settles when written. */
-  append(type: TranscriptEventType, fields: Record<string, unknown> = {}): Promise<TranscriptEvent> {
+  /** Append one event; appends are serialised and durable when the promise resolves. */
+  async append(type: TranscriptEventType, fields: Record<string, unknown> = {}): Promise<TranscriptEvent> {
     const now = Date.now();
     const event: TranscriptEvent = {
       ...fields,
@@ -72,56 +71,17 @@ export class Transcript {
       elapsedMs: now - this.startedAt,
     };
     this.seq += 1;
-    const line = `${JSON.stringify(event)}\n`;
-    const write = this.chain.then(async () => {
-      if (this.closed) return;
-      await this.handle.write(line);
-    });
-    this.chain = write.catch(() => undefined);
-    return write.then(() => event);
+    await this.log.appendJson(event);
+    return event;
   }
 
-  /** Wait for every pending append, then fsync the file. */
-  async sync(): Promise<void> {
-    await this.chain;
-    if (!this.closed) await this.handle.sync();
-  }
-
-  /** Sync and close. Idempotent. */
+  /** Flush and close. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    await this.sync();
-    this.closed = true;
-    await this.handle.close();
+    await this.log.close();
   }
 }
 
-/** Write `data` to `file` durably: a temporary file, fsync, rename over, fsync the directory. */
-export async function writeFileDurably(file: string, data: string): Promise<void> {
-  const dir = path.dirname(file);
-  const temporary = path.join(dir, `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
-  try {
-    await fs.mkdir(dir, { recursive: true });
-    const handle = await fs.open(temporary, 'wx', 0o644);
-    try {
-      await handle.writeFile(data);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await fs.rename(temporary, file);
-    await syncDir(dir);
-  } catch (error) {
-    await fs.rm(temporary, { force: true });
-    throw toSystemError(error, `cannot write ${file}`);
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+/** Write `result.json` durably (temporary file, fsync, rename, fsync of the directory). */
+export async function writeResultFile(file: string, data: string): Promise<void> {
+  await writeFileDurably(path.resolve(file), data, { mode: 0o644 });
 }

@@ -1,0 +1,86 @@
+import path from 'node:path';
+import process from 'node:process';
+import { CoreError, createSandboxWorld, loadTask } from '@karotte/core';
+import type { Command } from '../commands.js';
+import { parseFlags, UsageError } from '../args.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
+import { formatDuration, table } from '../format.js';
+import { runRedteam, type RedteamRow } from '../redteam/run.js';
+
+export const redteamCommand: Command = {
+  summary: 'run the built-in attack catalog (and the task control) against a task',
+  help: [
+    'Usage: karotte redteam --task <task-dir> [--json] [--only <id,id,...>] [--concurrency <n>] [--out <dir>]',
+    '',
+    'Runs control.json (when the task has one: it must pass) and every attack of the catalog',
+    'plus <task-dir>/attacks/*.json through the real tool path. Prints one row per run.',
+    'Exit 0 when every attack scored 0 and the control passed, 1 otherwise, 2 on bad usage.',
+  ].join('\n'),
+  async run(argv, { io }) {
+    const flags = parseFlags(
+      argv,
+      { task: { type: 'string' }, json: { type: 'boolean' }, only: { type: 'string' }, concurrency: { type: 'string' }, out: { type: 'string' } },
+      ['task'],
+    );
+    const concurrency = flags.concurrency === undefined ? 2 : Number(flags.concurrency);
+    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) {
+      throw new UsageError('--concurrency must be an integer from 1 to 64');
+    }
+    let task;
+    try {
+      task = await loadTask(flags.task!);
+    } catch (error) {
+      if (error instanceof CoreError && error.kind === 'bad_argument') {
+        io.stderr.write(`karotte redteam: invalid task${error.field === undefined ? '' : ` (field ${error.field})`}: ${error.message}\n`);
+        return EXIT_USAGE;
+      }
+      throw error;
+    }
+    const only = flags.only?.split(',').map((s) => s.trim()).filter(Boolean);
+    const controller = new AbortController();
+    const onSignal = (): void => controller.abort();
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    const live = process.stderr.isTTY && flags.json !== true;
+    let rows: RedteamRow[];
+    try {
+      rows = await runRedteam({
+        task,
+        createWorld: createSandboxWorld,
+        concurrency,
+        abortSignal: controller.signal,
+        ...(only === undefined ? {} : { only }),
+        ...(flags.out === undefined ? {} : { outDir: path.resolve(flags.out) }),
+        onProgress: (done, total, running) => {
+          const line = `[${done}/${total}] ${running.length > 0 ? `running ${running.join(', ')}` : 'done'}`;
+          if (live) process.stderr.write(`\r\x1b[2K${line.slice(0, (process.stderr.columns || 100) - 1)}`);
+          else if (running.length === 0 || done === 0) io.stderr.write(`${line}\n`);
+        },
+      });
+    } catch (error) {
+      if (error instanceof RangeError) throw new UsageError(error.message);
+      throw error;
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      if (live) process.stderr.write('\r\x1b[2K');
+    }
+    const failed = rows.filter((r) => !r.ok);
+    if (flags.json === true) {
+      io.stdout.write(`${JSON.stringify({ task: task.id, ok: failed.length === 0 && !controller.signal.aborted, rows })}\n`);
+    } else {
+      io.stdout.write(
+        `${table(
+          ['attack', 'class', 'verdict', 'score', 'reason', 'time', ''],
+          rows.map((r) => [r.id, r.class, r.status, String(r.score), r.reason.slice(0, 60), formatDuration(r.durationMs), r.ok ? 'ok' : 'FAIL']),
+        )}\n`,
+      );
+      const attacks = rows.filter((r) => r.kind === 'attack');
+      io.stdout.write(
+        `\n${task.id}: ${attacks.filter((r) => r.ok).length}/${attacks.length} attacks scored 0` +
+          `${rows.some((r) => r.kind === 'control') ? `, control ${rows.find((r) => r.kind === 'control')!.ok ? 'passed' : 'FAILED'}` : ''}\n`,
+      );
+    }
+    return failed.length === 0 && !controller.signal.aborted ? EXIT_OK : EXIT_FAILURE;
+  },
+};

@@ -1,0 +1,69 @@
+import path from 'node:path';
+import process from 'node:process';
+import { CoreError, createReplayAgent, createSandboxWorld, loadReplay, loadTask, runEpisode } from '@karotte/core';
+import type { Command } from '../commands.js';
+import { parseFlags, UsageError } from '../args.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
+import { formatDuration } from '../format.js';
+
+export const runCommand: Command = {
+  summary: 'run one episode of a task with the replay agent, then collect and grade it',
+  help: [
+    'Usage: karotte run --task <task-dir> --agent replay --replay <replay.json> --out <out-dir> [--json]',
+    '',
+    'Runs one episode in a fresh sandbox, collects the submission and grades it. Writes',
+    '<out-dir>/result.json and <out-dir>/transcript.jsonl (the directory is created).',
+    'Exit 0 when the episode reached a verdict (passed or failed), 1 on error (including a',
+    'host that cannot give the confinement the task needs), 2 on invalid arguments or task.',
+  ].join('\n'),
+  async run(argv, { io }) {
+    const flags = parseFlags(
+      argv,
+      { task: { type: 'string' }, agent: { type: 'string' }, replay: { type: 'string' }, out: { type: 'string' }, json: { type: 'boolean' } },
+      ['task', 'agent', 'out'],
+    );
+    if (flags.agent !== 'replay') throw new UsageError(`--agent must be "replay" (got ${JSON.stringify(flags.agent)})`);
+    if (flags.replay === undefined) throw new UsageError('missing required flag --replay (the replay agent needs it)');
+    let task;
+    let messages;
+    try {
+      task = await loadTask(flags.task!);
+      messages = await loadReplay(flags.replay);
+    } catch (error) {
+      if (error instanceof CoreError && error.kind === 'bad_argument') {
+        io.stderr.write(`karotte run: invalid ${error.code === 'INVALID_REPLAY' ? 'replay' : 'task'}${error.field === undefined ? '' : ` (field ${error.field})`}: ${error.message}\n`);
+        return EXIT_USAGE;
+      }
+      throw error;
+    }
+    const outDir = path.resolve(flags.out!);
+    const controller = new AbortController();
+    const onSignal = (signal: NodeJS.Signals): void => {
+      io.stderr.write(`karotte run: ${signal}: stopping the episode and tearing down\n`);
+      controller.abort();
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    try {
+      const result = await runEpisode(task, createReplayAgent(messages), {
+        outDir,
+        createWorld: createSandboxWorld,
+        abortSignal: controller.signal,
+      });
+      if (flags.json === true) io.stdout.write(`${JSON.stringify(result)}\n`);
+      else {
+        const reasons = result.misbehavior.map((m) => m.code).join(', ');
+        io.stdout.write(
+          `${result.taskId}: ${result.status} score=${result.score}` +
+            `${reasons === '' ? '' : ` misbehavior=${reasons}`}` +
+            `${result.error === null ? '' : ` error=${result.error.code}: ${result.error.message}`}` +
+            ` (uid ${result.sandbox.uid ?? '-'}, ${formatDuration(result.durationMs)}) -> ${path.join(outDir, 'result.json')}\n`,
+        );
+      }
+      return result.status === 'error' ? EXIT_FAILURE : EXIT_OK;
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  },
+};

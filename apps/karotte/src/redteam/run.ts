@@ -1,0 +1,156 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import {
+  assistantMessageSchema,
+  createReplayAgent,
+  loadReplay,
+  runEpisode,
+  type AssistantMessage,
+  type EpisodeResult,
+  type Task,
+  type WorldFactory,
+} from '@karotte/core';
+import { ATTACKS, type Attack } from './catalog.js';
+import { attackReplay } from './replay.js';
+
+/** One row of the red-team report. */
+export interface RedteamRow {
+  readonly id: string;
+  readonly class: string;
+  readonly kind: 'control' | 'attack';
+  readonly source: 'catalog' | 'task' | 'control';
+  readonly status: EpisodeResult['status'];
+  readonly score: number;
+  readonly reason: string;
+  readonly durationMs: number;
+  /** The control passed, or the attack scored 0 without turning the run into `error`. */
+  readonly ok: boolean;
+}
+
+/** An attack a task author added as `<task>/attacks/<id>.json`. */
+const taskAttackSchema = z
+  .object({
+    id: z.string().regex(/^[a-z0-9]+(-[a-z0-9]+)*$/),
+    class: z.string().min(1).max(64).default('task'),
+    description: z.string().max(1000).default(''),
+    replay: z.array(assistantMessageSchema).min(1),
+    parallelSafe: z.boolean().default(false),
+  })
+  .strict();
+
+interface Planned {
+  readonly id: string;
+  readonly class: string;
+  readonly kind: 'control' | 'attack';
+  readonly source: RedteamRow['source'];
+  readonly replay: AssistantMessage[];
+  readonly parallelSafe: boolean;
+}
+
+export interface RedteamOptions {
+  readonly task: Task;
+  readonly createWorld: WorldFactory;
+  /** Only these attack ids (and the control). */
+  readonly only?: readonly string[];
+  /** Attacks run at once when they are parallel-safe. @default 2 */
+  readonly concurrency?: number;
+  /** Where each run's transcript and result go. @default a fresh temporary directory */
+  readonly outDir?: string;
+  readonly onProgress?: (done: number, total: number, running: readonly string[]) => void;
+  readonly abortSignal?: AbortSignal;
+}
+
+/** The attacks of the catalog and of `<task>/attacks/`, filtered by `only`. */
+export async function planRedteam(task: Task, only?: readonly string[]): Promise<Planned[]> {
+  const submission = task.steps[0]!.submission[0]!;
+  const planned: Planned[] = [];
+  const controlFile = path.join(task.dir, 'control.json');
+  if (await exists(controlFile)) {
+    planned.push({ id: 'control', class: 'control', kind: 'control', source: 'control', replay: await loadReplay(controlFile), parallelSafe: true });
+  }
+  for (const attack of ATTACKS) planned.push(fromCatalog(attack, submission));
+  const attacksDir = path.join(task.dir, 'attacks');
+  if (await exists(attacksDir)) {
+    for (const name of (await fs.readdir(attacksDir)).filter((n) => n.endsWith('.json')).sort()) {
+      const text = await fs.readFile(path.join(attacksDir, name), 'utf8');
+      // eslint-disable-next-line no-restricted-syntax -- the task author's own file; validated next
+      const parsed = taskAttackSchema.parse(JSON.parse(text));
+      planned.push({ id: parsed.id, class: parsed.class, kind: 'attack', source: 'task', replay: parsed.replay, parallelSafe: parsed.parallelSafe });
+    }
+  }
+  if (only === undefined || only.length === 0) return planned;
+  const unknown = only.filter((id) => !planned.some((p) => p.id === id));
+  if (unknown.length > 0) throw new RangeError(`unknown attack id(s): ${unknown.join(', ')}`);
+  return planned.filter((p) => p.kind === 'control' || only.includes(p.id));
+}
+
+function fromCatalog(attack: Attack, submission: string): Planned {
+  return { id: attack.id, class: attack.class, kind: 'attack', source: 'catalog', replay: attackReplay(attack, submission), parallelSafe: attack.parallelSafe };
+}
+
+/**
+ * Run the control and every attack, parallel-safe ones `concurrency` at a time and the rest
+ * alone, and return one row each in catalog order.
+ */
+export async function runRedteam(options: RedteamOptions): Promise<RedteamRow[]> {
+  const planned = await planRedteam(options.task, options.only);
+  const outRoot = options.outDir ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'karotte-redteam-')));
+  const rows = new Map<string, RedteamRow>();
+  const running = new Set<string>();
+  const report = (): void => options.onProgress?.(rows.size, planned.length, [...running]);
+
+  const runOne = async (plan: Planned): Promise<void> => {
+    running.add(plan.id);
+    report();
+    const result = await runEpisode(options.task, createReplayAgent(plan.replay), {
+      outDir: path.join(outRoot, plan.id),
+      createWorld: options.createWorld,
+      ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal }),
+    });
+    running.delete(plan.id);
+    rows.set(plan.id, toRow(plan, result));
+    report();
+  };
+
+  const parallel = planned.filter((p) => p.parallelSafe);
+  const serial = planned.filter((p) => !p.parallelSafe);
+  const concurrency = Math.max(1, options.concurrency ?? 2);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, parallel.length) }, async () => {
+      while (next < parallel.length && options.abortSignal?.aborted !== true) {
+        const plan = parallel[next]!;
+        next += 1;
+        await runOne(plan);
+      }
+    }),
+  );
+  for (const plan of serial) {
+    if (options.abortSignal?.aborted === true) break;
+    await runOne(plan);
+  }
+  if (options.outDir === undefined) await fs.rm(outRoot, { recursive: true, force: true });
+  return planned.flatMap((p) => rows.get(p.id) ?? []);
+}
+
+function toRow(plan: Planned, result: EpisodeResult): RedteamRow {
+  const verdict = result.steps.at(-1)?.verdict;
+  let reason: string;
+  if (result.error !== null) reason = `error ${result.error.code}: ${result.error.message}`;
+  else if (result.misbehavior.length > 0) reason = [...new Set(result.misbehavior.map((m) => m.code))].join(', ');
+  else if (verdict?.graderFailure != null) reason = `grader ${verdict.graderFailure.reason}`;
+  else reason = `graded ${result.score}`;
+  const ok = plan.kind === 'control' ? result.status === 'passed' : result.status === 'failed' && result.score === 0;
+  return { id: plan.id, class: plan.class, kind: plan.kind, source: plan.source, status: result.status, score: result.score, reason, durationMs: result.durationMs, ok };
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await fs.access(file);
+    return true;
+  } catch {
+    return false;
+  }
+}

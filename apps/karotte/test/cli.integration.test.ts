@@ -1,0 +1,155 @@
+// End-to-end runs of the app as a user runs it: spawn the built CLI (dist/cli.js, built by
+// the README's setup), read result.json and the transcript. Real sandboxes, real graders.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pidsOfUid } from '../../../test/support/index.js';
+
+const app = path.resolve(import.meta.dirname, '..');
+const cli = path.join(app, 'dist', 'cli.js');
+const examples = path.join(app, 'examples');
+const made: string[] = [];
+
+afterEach(() => {
+  for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function tmp(label: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `karotte-cli-${label}-`));
+  made.push(dir);
+  return dir;
+}
+
+function writeReplay(dir: string, commands: string[]): string {
+  const file = path.join(dir, 'replay.json');
+  const messages = commands.map((command, i) => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } }],
+  }));
+  fs.writeFileSync(file, JSON.stringify([...messages, { role: 'assistant', content: 'Done.' }]));
+  return file;
+}
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+  result: Record<string, unknown>;
+  transcript: Record<string, unknown>[];
+}
+
+function run(task: string, replay: string, out: string): Run {
+  const child = spawnSync(process.execPath, [cli, 'run', '--task', task, '--agent', 'replay', '--replay', replay, '--out', out], {
+    encoding: 'utf8',
+    timeout: 180_000,
+  });
+  return { status: child.status, stdout: child.stdout, stderr: child.stderr, ...readOut(out) };
+}
+
+function readOut(out: string): { result: Record<string, unknown>; transcript: Record<string, unknown>[] } {
+  const result = JSON.parse(fs.readFileSync(path.join(out, 'result.json'), 'utf8')) as Record<string, unknown>;
+  const lines = fs.readFileSync(path.join(out, 'transcript.jsonl'), 'utf8').split('\n').filter(Boolean);
+  return { result, transcript: lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+function assertNothingLeft(uid: unknown): void {
+  expect(typeof uid).toBe('number');
+  expect(pidsOfUid(uid as number)).toEqual([]);
+  expect(fs.readFileSync('/proc/self/mounts', 'utf8')).not.toMatch(new RegExp(`karotte.*${String(uid)}`));
+}
+
+describe('karotte run (contract sections 2 to 6)', () => {
+  it.each(['quarterly-revenue', 'roman-numerals'])('the %s control passes with score 1', (name) => {
+    const out = tmp(name);
+    const r = run(path.join(examples, name), path.join(examples, name, 'control.json'), out);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.result).toMatchObject({ taskId: name, status: 'passed', score: 1, misbehavior: [] });
+    expect(typeof (r.result['sandbox'] as { uid: unknown }).uid).toBe('number');
+    expect(typeof r.result['durationMs']).toBe('number');
+    const types = r.transcript.map((e) => e['type']);
+    expect(types[0]).toBe('episode_started');
+    expect(types.at(-1)).toBe('episode_ended');
+    for (const t of ['network_checked', 'tool_call', 'tool_result', 'reaped', 'custody', 'scored']) expect(types).toContain(t);
+    expect(r.transcript.map((e) => e['seq'])).toEqual(r.transcript.map((_, i) => i));
+    assertNothingLeft((r.result['sandbox'] as { uid: unknown }).uid);
+  });
+
+  it('a wrong answer fails with score 0 and exit 0', () => {
+    const dir = tmp('wrong');
+    const r = run(path.join(examples, 'quarterly-revenue'), writeReplay(dir, ['echo 12345 > answer.txt']), path.join(dir, 'out'));
+    expect(r.status).toBe(0);
+    expect(r.result).toMatchObject({ status: 'failed', score: 0, misbehavior: [] });
+  });
+
+  it('a symlink to the answer key scores 0 with a SYMLINK misbehavior', () => {
+    const dir = tmp('symlink');
+    const r = run(path.join(examples, 'quarterly-revenue'), writeReplay(dir, ['ln -s /etc/hostname answer.txt']), path.join(dir, 'out'));
+    expect(r.status).toBe(0);
+    expect(r.result).toMatchObject({ status: 'failed', score: 0 });
+    expect((r.result['misbehavior'] as { code: string }[]).map((m) => m.code)).toContain('SYMLINK');
+  });
+
+  it('invalid task files exit 2 naming the field, and nothing runs', () => {
+    const dir = tmp('invalid');
+    fs.cpSync(path.join(examples, 'quarterly-revenue'), path.join(dir, 'task'), { recursive: true });
+    const taskFile = path.join(dir, 'task', 'task.json');
+    const task = JSON.parse(fs.readFileSync(taskFile, 'utf8')) as Record<string, unknown>;
+    fs.writeFileSync(taskFile, JSON.stringify({ ...task, limits: { memoryBytes: -1 } }));
+    const out = path.join(dir, 'out');
+    const child = spawnSync(process.execPath, [cli, 'run', '--task', path.join(dir, 'task'), '--agent', 'replay', '--replay', path.join(examples, 'quarterly-revenue', 'control.json'), '--out', out], { encoding: 'utf8' });
+    expect(child.status).toBe(2);
+    expect(child.stderr).toContain('limits.memoryBytes');
+    expect(fs.existsSync(out)).toBe(false);
+    const badFlag = spawnSync(process.execPath, [cli, 'run', '--task', dir, '--agent', 'gpt', '--out', out], { encoding: 'utf8' });
+    expect(badFlag.status).toBe(2);
+    expect(badFlag.stderr).toContain('--agent');
+  });
+
+  it('SIGTERM during a run tears everything down and leaves a valid transcript', async () => {
+    const dir = tmp('sigterm');
+    const out = path.join(dir, 'out');
+    const replay = writeReplay(dir, ['echo started; sleep 600']);
+    const child = spawn(process.execPath, [cli, 'run', '--task', path.join(examples, 'quarterly-revenue'), '--agent', 'replay', '--replay', replay, '--out', out], { stdio: 'pipe' });
+    // Wait until the student's command is running (its tool_call is in the transcript).
+    const deadline = Date.now() + 60_000;
+    while (!(fs.existsSync(path.join(out, 'transcript.jsonl')) && fs.readFileSync(path.join(out, 'transcript.jsonl'), 'utf8').includes('"tool_call"'))) {
+      if (Date.now() > deadline) throw new Error('the run never started its command');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    child.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const { result, transcript } = readOut(out);
+    expect(code).toBe(1);
+    expect(result['status']).toBe('error');
+    expect(transcript.at(-1)!['type']).toBe('episode_ended');
+    assertNothingLeft((result['sandbox'] as { uid: unknown }).uid);
+  });
+
+  it('after a SIGKILLed run, the next run reclaims its leftovers', async () => {
+    const dir = tmp('sigkill');
+    const out = path.join(dir, 'out');
+    const replay = writeReplay(dir, ['echo started; sleep 600']);
+    const child = spawn(process.execPath, [cli, 'run', '--task', path.join(examples, 'quarterly-revenue'), '--agent', 'replay', '--replay', replay, '--out', out], { stdio: 'pipe' });
+    const deadline = Date.now() + 60_000;
+    let uid: number | undefined;
+    while (uid === undefined) {
+      if (Date.now() > deadline) throw new Error('the run never started its command');
+      await new Promise((r) => setTimeout(r, 50));
+      const file = path.join(out, 'transcript.jsonl');
+      if (!fs.existsSync(file)) continue;
+      const text = fs.readFileSync(file, 'utf8');
+      if (!text.includes('"tool_call"')) continue;
+      const checked = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e['type'] === 'network_checked');
+      uid = checked?.['uid'] as number | undefined;
+    }
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.on('exit', resolve));
+    const second = run(path.join(examples, 'quarterly-revenue'), path.join(examples, 'quarterly-revenue', 'control.json'), path.join(dir, 'out2'));
+    expect(second.result['status']).toBe('passed');
+    assertNothingLeft(uid);
+  });
+});

@@ -1,0 +1,480 @@
+import path from 'node:path';
+import { createMisbehavior, escapeForDisplay, KarotteError, type MisbehaviorRecord } from '@karotte/base';
+import {
+  collectAndGrade,
+  createExecutableJudge,
+  type Judge,
+  type LimitHit,
+  type Verdict,
+} from '@karotte/grader';
+import {
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  DEFAULT_EPISODE_WALL_TIME_MS,
+  DEFAULT_GRADER_TIMEOUT_MS,
+  MAX_COMMAND_TIMEOUT_MS,
+} from '@karotte/limits';
+import { z } from 'zod';
+import type { Agent } from './agent.js';
+import { CoreError } from './errors.js';
+import {
+  renderObservation,
+  type AssistantMessage,
+  type Message,
+  type ToolCall,
+  type ToolObservation,
+  type ToolSpec,
+} from './messages.js';
+import type { Task, TaskStep } from './task.js';
+import { Transcript, writeResultFile } from './transcript.js';
+import type { StudentWorld } from './world.js';
+
+/** The tools every episode offers. */
+export const EPISODE_TOOLS: readonly ToolSpec[] = Object.freeze([
+  {
+    name: 'bash',
+    description:
+      'Run a command in your persistent bash shell. The working directory and exported variables carry over between calls. A command past its timeout is stopped and the shell goes on.',
+    parameters: {
+      type: 'object',
+      properties: {
+        command: { type: 'string', description: 'the bash command to run' },
+        timeoutMs: { type: 'number', description: 'timeout in milliseconds (capped by the task)' },
+      },
+      required: ['command'],
+      additionalProperties: false,
+    },
+  },
+]);
+
+const bashArgumentsSchema = z
+  .object({ command: z.string().max(1024 * 1024), timeoutMs: z.number().int().positive().optional() })
+  .strict();
+
+/** Everything needed to build the student's world for a task. */
+export interface WorldSpec {
+  readonly task: Task;
+  readonly memoryBytes: number | undefined;
+  readonly pids: number | undefined;
+  readonly diskBytes: number | undefined;
+  readonly abortSignal: AbortSignal;
+}
+
+export type WorldFactory = (spec: WorldSpec) => Promise<StudentWorld>;
+
+export interface EpisodeOptions {
+  /** Directory for `transcript.jsonl` and `result.json`; created when missing. */
+  readonly outDir: string;
+  /** Builds the student's world (the sandbox). */
+  readonly createWorld: WorldFactory;
+  /** Name of the agent, for the transcript. @default 'external' */
+  readonly agentName?: string;
+  /** Turns per step (assistant messages) before the step ends. @default 200 */
+  readonly maxTurns?: number;
+  /** Cancels the episode; teardown still runs and the result is `error` (`ABORTED`). */
+  readonly abortSignal?: AbortSignal;
+  /** Judge of a step; by default the step's grader script through an executable judge. */
+  readonly judgeFor?: (step: TaskStep, index: number) => Judge;
+}
+
+/** One step's outcome. */
+export interface StepOutcome {
+  readonly index: number;
+  readonly verdict: Verdict;
+}
+
+/** The result of an episode: contract section 6, plus the verdict of every step. */
+export interface EpisodeResult {
+  readonly taskId: string;
+  readonly status: 'passed' | 'failed' | 'error';
+  readonly score: number;
+  readonly misbehavior: readonly { readonly code: string; readonly message: string }[];
+  readonly sandbox: { readonly uid: number | null };
+  readonly durationMs: number;
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly agent: string;
+  readonly turns: number;
+  readonly wallTimeExceeded: boolean;
+  readonly network: Verdict['network'];
+  readonly steps: readonly StepOutcome[];
+  /** A host or environment fault, when status is `error`. */
+  readonly error: { readonly code: string; readonly message: string } | null;
+}
+
+type State = 'new' | 'running' | 'finished';
+
+/**
+ * One episode of a task, steppable from outside: `start()`, then `step(message)` for every
+ * assistant message (its tool calls run in order, observations come back), `endStep()` to
+ * collect and grade the current step, and `finish()` for the result. Every defense is on:
+ * the sandbox with limits, the network check, collect-then-grade, teardown on every path.
+ */
+export class Episode {
+  private state: State = 'new';
+  private transcript: Transcript | undefined;
+  private world: StudentWorld | undefined;
+  private readonly controller = new AbortController();
+  private readonly started = Date.now();
+  private wallTimer: NodeJS.Timeout | undefined;
+  private wallTimeExceeded = false;
+  private stepIndex = 0;
+  private turnsThisStep = 0;
+  private turns = 0;
+  private readonly outcomes: StepOutcome[] = [];
+  private readonly conversation: Message[] = [];
+  private fault: { code: string; message: string } | null = null;
+  private readonly misbehavior: MisbehaviorRecord[] = [];
+
+  constructor(
+    readonly task: Task,
+    private readonly options: EpisodeOptions,
+  ) {
+    options.abortSignal?.addEventListener('abort', () => { this.controller.abort(); }, { once: true });
+  }
+
+  /** The messages so far (system, user instructions, assistant, tool). */
+  get messages(): readonly Message[] {
+    return this.conversation;
+  }
+
+  /** The tools the agent may call. */
+  get tools(): readonly ToolSpec[] {
+    return EPISODE_TOOLS;
+  }
+
+  /** Index of the current step, from 0. */
+  get currentStep(): number {
+    return this.stepIndex;
+  }
+
+  /** True when every step has been graded or the episode ended early. */
+  get done(): boolean {
+    return this.state === 'finished' || this.stepIndex >= this.task.steps.length;
+  }
+
+  /** True once the wall-time limit has passed; further tool calls are refused. */
+  get overWallTime(): boolean {
+    return this.wallTimeExceeded;
+  }
+
+  /** The student's uid, once the world exists. */
+  get uid(): number | undefined {
+    return this.world?.uid;
+  }
+
+  /**
+   * Build the sandbox, run the network check, put the student's files in place and return
+   * the conversation (system message and the first step's instructions).
+   */
+  async start(): Promise<readonly Message[]> {
+    if (this.state !== 'new') throw new CoreError('EPISODE_STATE', 'start() was already called');
+    this.state = 'running';
+    this.transcript = await Transcript.create(path.join(this.options.outDir, 'transcript.jsonl'), this.started);
+    await this.transcript.append('episode_started', {
+      taskId: this.task.id,
+      steps: this.task.steps.length,
+      agent: this.options.agentName ?? 'external',
+      limits: this.task.limits,
+    });
+    const wallTimeMs = this.task.limits.wallTimeMs ?? DEFAULT_EPISODE_WALL_TIME_MS;
+    this.wallTimer = setTimeout(() => {
+      this.wallTimeExceeded = true;
+      this.controller.abort();
+    }, wallTimeMs);
+    this.wallTimer.unref();
+    try {
+      this.world = await this.options.createWorld({
+        task: this.task,
+        memoryBytes: this.task.limits.memoryBytes,
+        pids: this.task.limits.pids,
+        diskBytes: this.task.limits.diskBytes,
+        abortSignal: this.controller.signal,
+      });
+    } catch (error) {
+      await this.recordFault(error, 'sandbox');
+      throw error;
+    }
+    await this.transcript.append('network_checked', { uid: this.world.uid, network: this.world.network });
+    this.conversation.push({
+      role: 'system',
+      content:
+        'You are working in a Linux shell as an unprivileged user. Use the bash tool to run commands. When you are done, reply without a tool call.',
+    });
+    await this.beginStep();
+    return this.conversation;
+  }
+
+  private async beginStep(): Promise<void> {
+    const step = this.task.steps[this.stepIndex]!;
+    this.turnsThisStep = 0;
+    const user: Message = { role: 'user', content: step.instructions };
+    this.conversation.push(user);
+    await this.transcript!.append('step_started', { step: this.stepIndex, submission: step.submission });
+    await this.transcript!.append('message', { step: this.stepIndex, message: user });
+  }
+
+  /**
+   * Record one assistant message and run its tool calls in order, as the student. Returns the
+   * observations (also appended to the conversation as `tool` messages). A message without
+   * tool calls returns none: the caller then ends the step with {@link endStep}.
+   */
+  async step(message: AssistantMessage): Promise<ToolObservation[]> {
+    this.requireRunning();
+    this.turns += 1;
+    this.turnsThisStep += 1;
+    this.conversation.push(message);
+    await this.transcript!.append('message', { step: this.stepIndex, message });
+    const observations: ToolObservation[] = [];
+    for (const call of message.tool_calls ?? []) {
+      const observation = await this.runTool(call);
+      observations.push(observation);
+      this.conversation.push({ role: 'tool', tool_call_id: call.id, content: renderObservation(observation) });
+    }
+    return observations;
+  }
+
+  /** True when the current step may take another turn (turn limit, wall time, abort). */
+  get canContinue(): boolean {
+    const maxTurns = this.options.maxTurns ?? 200;
+    return (
+      this.state === 'running' &&
+      !this.controller.signal.aborted &&
+      this.turnsThisStep < maxTurns &&
+      this.stepIndex < this.task.steps.length
+    );
+  }
+
+  private async runTool(call: ToolCall): Promise<ToolObservation> {
+    const started = Date.now();
+    await this.transcript!.append('tool_call', { step: this.stepIndex, toolCall: call });
+    let observation: ToolObservation;
+    if (this.controller.signal.aborted) {
+      observation = refusal(call, this.wallTimeExceeded ? 'the episode is over its wall-time limit' : 'the episode was cancelled', started);
+    } else if (call.function.name !== 'bash') {
+      observation = refusal(call, `unknown tool ${escapeForDisplay(call.function.name, 64)}; the only tool is bash`, started);
+    } else {
+      const args = parseArguments(call.function.arguments);
+      if (args === undefined) {
+        observation = refusal(call, 'malformed arguments: expected JSON {"command": string, "timeoutMs"?: number}', started);
+      } else {
+        const cap = Math.min(this.task.limits.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, MAX_COMMAND_TIMEOUT_MS);
+        const timeoutMs = Math.min(args.timeoutMs ?? cap, cap);
+        const outcome = await this.world!.exec(args.command, { timeoutMs, abortSignal: this.controller.signal });
+        observation = {
+          toolCallId: call.id,
+          name: 'bash',
+          ok: outcome.exitCode === 0 && !outcome.timedOut,
+          stdout: outcome.stdout,
+          stderr: outcome.stderr,
+          exitCode: outcome.exitCode,
+          timedOut: outcome.timedOut,
+          truncated: outcome.truncated,
+          stdoutBytes: outcome.stdoutBytes,
+          stderrBytes: outcome.stderrBytes,
+          durationMs: outcome.durationMs,
+          ...(outcome.note === undefined ? {} : { note: outcome.note }),
+        };
+      }
+    }
+    await this.transcript!.append('tool_result', { step: this.stepIndex, result: observation });
+    return observation;
+  }
+
+  /**
+   * Collect and grade the current step (reap, reclaim, custody, judge), then move to the next
+   * step, whose instructions are appended to the conversation. Returns the step's outcome.
+   */
+  async endStep(): Promise<StepOutcome> {
+    this.requireRunning();
+    const index = this.stepIndex;
+    const step = this.task.steps[index]!;
+    const world = this.world!;
+    const limitHits: LimitHit[] = await world.limitHits().catch(() => []);
+    for (const hit of limitHits) await this.transcript!.append('limit_hit', { step: index, hit });
+    const misbehavior: MisbehaviorRecord[] = [];
+    if (this.wallTimeExceeded) {
+      misbehavior.push(
+        createMisbehavior('WALL_TIME_LIMIT', `the episode ran past its wall-time limit of ${this.task.limits.wallTimeMs ?? DEFAULT_EPISODE_WALL_TIME_MS} ms`),
+      );
+    }
+    const judge =
+      this.options.judgeFor?.(step, index) ??
+      createExecutableJudge({ program: step.graderScript, timeoutMs: step.graderTimeoutMs ?? DEFAULT_GRADER_TIMEOUT_MS });
+    let verdict: Verdict;
+    try {
+      verdict = await collectAndGrade({
+        student: world.handle,
+        submission: [...step.submission],
+        judge,
+        hiddenDir: this.task.hiddenDir ?? null,
+        passThreshold: step.passThreshold,
+        misbehavior,
+        limitHits,
+        network: world.network,
+        // Cancelling the episode must not cancel grading: what exists is graded.
+      });
+    } catch (error) {
+      await this.recordFault(error, 'grading');
+      throw error;
+    }
+    const t = this.transcript!;
+    if (verdict.reap !== null) await t.append('reaped', { step: index, reap: verdict.reap });
+    if (verdict.custody !== null) await t.append('custody', { step: index, custody: verdict.custody });
+    await t.append('scored', { step: index, verdict });
+    await t.append('step_ended', { step: index, status: verdict.status, score: verdict.score });
+    const outcome = { index, verdict };
+    this.outcomes.push(outcome);
+    for (const m of verdict.misbehavior) this.misbehavior.push(createMisbehaviorCopy(m));
+    this.stepIndex += 1;
+    if (verdict.status !== 'passed' || this.controller.signal.aborted) {
+      // A failed step ends the task: later steps build on it.
+      this.stepIndex = this.task.steps.length;
+    } else if (this.stepIndex < this.task.steps.length) {
+      await this.beginStep();
+    }
+    return outcome;
+  }
+
+  /**
+   * Tear down the sandbox, write `result.json` durably and return the result. Safe to call
+   * on every path (after an error, an abort, or without `start()` having finished).
+   */
+  async finish(): Promise<EpisodeResult> {
+    if (this.state === 'finished') throw new CoreError('EPISODE_STATE', 'finish() was already called');
+    this.state = 'finished';
+    if (this.wallTimer !== undefined) clearTimeout(this.wallTimer);
+    if (this.world !== undefined) {
+      try {
+        await this.world.destroy();
+      } catch (error) {
+        await this.recordFault(error, 'teardown');
+      }
+    }
+    const result = this.result();
+    if (this.transcript !== undefined) {
+      await this.transcript.append('episode_ended', { status: result.status, score: result.score, durationMs: result.durationMs });
+      await this.transcript.close();
+    }
+    await writeResultFile(path.join(this.options.outDir, 'result.json'), `${JSON.stringify(result, null, 2)}\n`);
+    return result;
+  }
+
+  /** Cancel: the running command stops, the step is graded on what exists. */
+  abort(): void {
+    this.controller.abort();
+  }
+
+  private result(): EpisodeResult {
+    const finished = Date.now();
+    const last = this.outcomes.at(-1);
+    let status: EpisodeResult['status'];
+    let score = 0;
+    let error = this.fault;
+    if (error === null && this.controller.signal.aborted && !this.wallTimeExceeded && this.outcomes.length < this.task.steps.length) {
+      error = { code: 'ABORTED', message: 'the episode was cancelled before every step was graded' };
+    }
+    if (error === null && last?.verdict.status === 'error' && last.verdict.error !== null) {
+      error = { code: last.verdict.error.code, message: last.verdict.error.message };
+    }
+    if (error !== null) status = 'error';
+    else if (last === undefined) {
+      status = 'error';
+      error = { code: 'NOT_GRADED', message: 'the episode ended before any step was graded' };
+    } else {
+      const allPassed = this.outcomes.length === this.task.steps.length && this.outcomes.every((o) => o.verdict.status === 'passed');
+      status = allPassed ? 'passed' : 'failed';
+      score = last.verdict.score;
+      if (this.outcomes.length < this.task.steps.length) score = 0;
+    }
+    return {
+      taskId: this.task.id,
+      status,
+      score: status === 'error' ? 0 : score,
+      misbehavior: this.misbehavior.map((m) => ({ code: m.code, message: m.message, ...(m.path === undefined ? {} : { path: m.path }) })),
+      sandbox: { uid: this.world?.uid ?? null },
+      durationMs: finished - this.started,
+      startedAt: new Date(this.started).toISOString(),
+      finishedAt: new Date(finished).toISOString(),
+      agent: this.options.agentName ?? 'external',
+      turns: this.turns,
+      wallTimeExceeded: this.wallTimeExceeded,
+      network: this.world?.network ?? null,
+      steps: this.outcomes,
+      error,
+    };
+  }
+
+  private requireRunning(): void {
+    if (this.state !== 'running' || this.world === undefined) {
+      throw new CoreError('EPISODE_STATE', `the episode is ${this.state === 'new' ? 'not started' : 'finished'}`);
+    }
+  }
+
+  private async recordFault(error: unknown, phase: string): Promise<void> {
+    const code = KarotteError.isInstance(error) ? error.code : 'INTERNAL';
+    const message = escapeForDisplay(`${phase}: ${error instanceof Error ? error.message : String(error)}`, 4096);
+    this.fault ??= { code, message };
+    await this.transcript?.append('error', { phase, code, message }).catch(() => undefined);
+  }
+}
+
+function parseArguments(text: string): z.infer<typeof bashArgumentsSchema> | undefined {
+  let data: unknown;
+  try {
+    // eslint-disable-next-line no-restricted-syntax -- bounded by the message schema; validated next
+    data = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const parsed = bashArgumentsSchema.safeParse(data);
+  return parsed.success ? parsed.data : undefined;
+}
+
+function refusal(call: ToolCall, note: string, started: number): ToolObservation {
+  return {
+    toolCallId: call.id,
+    name: escapeForDisplay(call.function.name, 64),
+    ok: false,
+    stdout: '',
+    stderr: '',
+    exitCode: null,
+    timedOut: false,
+    truncated: false,
+    stdoutBytes: 0,
+    stderrBytes: 0,
+    durationMs: Date.now() - started,
+    note,
+  };
+}
+
+/** Create an episode (see {@link Episode}); call `start()` next. */
+export function createEpisode(task: Task, options: EpisodeOptions): Episode {
+  return new Episode(task, options);
+}
+
+/**
+ * Run a whole episode with `agent`: start, let the agent act until it stops calling tools
+ * (or the turn or wall-time limit), collect and grade each step, tear down. Teardown and
+ * `result.json` happen on every path; a host fault gives status `error`.
+ */
+export async function runEpisode(task: Task, agent: Agent, options: Omit<EpisodeOptions, 'agentName'>): Promise<EpisodeResult> {
+  const episode = createEpisode(task, { ...options, agentName: agent.name });
+  try {
+    await episode.start();
+    while (!episode.done) {
+      while (episode.canContinue) {
+        const message = await agent.next(episode.messages, episode.tools, { abortSignal: options.abortSignal ?? new AbortController().signal });
+        const observations = await episode.step(message);
+        if ((message.tool_calls ?? []).length === 0 && observations.length === 0) break;
+      }
+      await episode.endStep();
+    }
+  } catch {
+    // Recorded as the episode's fault by the episode itself; the result says `error`.
+  }
+  return episode.finish();
+}
+
+function createMisbehaviorCopy(m: Verdict['misbehavior'][number]): MisbehaviorRecord {
+  return m.path === undefined ? { code: m.code, message: m.message } : { code: m.code, message: m.message, path: m.path };
+}

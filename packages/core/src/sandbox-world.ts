@@ -1,0 +1,135 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { escapeForDisplay, isErrno } from '@karotte/base';
+import type { LimitHit, NetworkCheck } from '@karotte/grader';
+import { toMisbehavior, type LimitEvent } from '@karotte/limits';
+import { createSandbox, isSandboxError, type NetworkVerdict, type Sandbox } from '@karotte/sandbox';
+import { CoreError } from './errors.js';
+import type { WorldSpec } from './episode.js';
+import type { ShellOutcome, StudentWorld } from './world.js';
+
+/** Options of {@link createSandboxWorld} beyond the task's own limits. */
+export interface SandboxWorldOptions {
+  /** More host paths the student must never reach (the output directory, for instance). */
+  readonly hiddenPaths?: readonly string[];
+}
+
+/**
+ * The default {@link WorldFactory}: a `@karotte/sandbox` sandbox with the task's limits, the
+ * task directory and the harness's paths hidden, and `student/` copied into the working
+ * directory and given to the student. A host that cannot give the sandbox is a
+ * `CONFINEMENT_UNAVAILABLE` error naming what is missing.
+ */
+export async function createSandboxWorld(spec: WorldSpec, options: SandboxWorldOptions = {}): Promise<StudentWorld> {
+  let sandbox: Sandbox;
+  try {
+    sandbox = await createSandbox({
+      limits: {
+        ...(spec.memoryBytes === undefined ? {} : { memoryBytes: spec.memoryBytes }),
+        ...(spec.pids === undefined ? {} : { pidsMax: spec.pids }),
+        ...(spec.diskBytes === undefined ? {} : { diskBytes: spec.diskBytes }),
+      },
+      hiddenPaths: [spec.task.dir, ...(options.hiddenPaths ?? [])],
+      ...(spec.task.limits.commandTimeoutMs === undefined ? {} : { commandTimeoutMs: spec.task.limits.commandTimeoutMs }),
+      abortSignal: spec.abortSignal,
+    });
+  } catch (error) {
+    if (isSandboxError(error) && error.code === 'HOST_UNSUPPORTED') {
+      throw new CoreError('CONFINEMENT_UNAVAILABLE', `refusing to run: ${error.message}`, { cause: error, kind: 'system' });
+    }
+    throw error;
+  }
+  try {
+    if (spec.task.studentDir !== undefined) {
+      await copyStudentFiles(spec.task.studentDir, sandbox.workDir, sandbox.uid, sandbox.gid);
+    }
+  } catch (error) {
+    await sandbox.destroy().catch(() => undefined);
+    throw error;
+  }
+  const network = toNetworkCheck(sandbox.networkCheck);
+  return {
+    uid: sandbox.uid,
+    workDir: sandbox.workDir,
+    handle: { uid: sandbox.uid, group: sandbox.limits.group, workDir: sandbox.workDir },
+    network,
+    async exec(command, execOptions): Promise<ShellOutcome> {
+      const result = await sandbox.exec(command, {
+        timeoutMs: execOptions.timeoutMs,
+        ...(execOptions.abortSignal === undefined ? {} : { abortSignal: execOptions.abortSignal }),
+      });
+      return {
+        stdout: result.stdout,
+        stderr: result.stderr,
+        exitCode: result.exitCode,
+        timedOut: result.timedOut,
+        truncated: result.stdoutTruncated || result.stderrTruncated,
+        stdoutBytes: result.stdoutBytes,
+        stderrBytes: result.stderrBytes,
+        durationMs: result.durationMs,
+        ...(result.notice === undefined ? {} : { note: result.notice }),
+      };
+    },
+    async limitHits(): Promise<LimitHit[]> {
+      return (await sandbox.limits.events()).map(toLimitHit);
+    },
+    async destroy(): Promise<void> {
+      const report = await sandbox.destroy();
+      if (report.leftovers.length > 0) {
+        throw new CoreError('CONFINEMENT_UNAVAILABLE', `teardown left ${report.leftovers.join(', ')}`, { kind: 'system' });
+      }
+    },
+  };
+}
+
+/** A limit event of `@karotte/limits` as the verdict's limit hit, with its misbehavior message. */
+export function toLimitHit(event: LimitEvent): LimitHit {
+  const limit = event.limit === 'disk_bytes' || event.limit === 'disk_inodes' ? 'disk' : event.limit;
+  return {
+    scope: 'student',
+    limit,
+    limitValue: event.limitValue,
+    observed: event.observed,
+    enforcement: event.kind === 'reaped' ? 'detected_and_reaped' : 'prevented',
+    message: toMisbehavior(event).message,
+  };
+}
+
+function toNetworkCheck(verdict: NetworkVerdict): NetworkCheck {
+  const detail = verdict.ok
+    ? `${verdict.mode}: ${verdict.probes.length} route lookups failed as required; loopback control passed`
+    : `${verdict.mode}: ${verdict.failures.join('; ')}`;
+  return { checked: true, isolated: verdict.ok, detail: escapeForDisplay(detail, 8192) };
+}
+
+/**
+ * Copy the task's `student/` tree into the working directory and give it to the student.
+ * Runs before the student's first command, so nothing of the student's can race it; links
+ * in the task's own tree are copied as links, never followed.
+ */
+async function copyStudentFiles(from: string, to: string, uid: number, gid: number): Promise<void> {
+  try {
+    for (const name of await fs.readdir(from)) {
+      await fs.cp(path.join(from, name), path.join(to, name), {
+        recursive: true,
+        verbatimSymlinks: true,
+        errorOnExist: true,
+        force: false,
+        preserveTimestamps: true,
+      });
+      await chownTree(path.join(to, name), uid, gid);
+    }
+  } catch (error) {
+    if (isErrno(error)) {
+      throw new CoreError('CONFINEMENT_UNAVAILABLE', `cannot copy student/ into the sandbox: ${error.code}`, { cause: error, kind: 'system' });
+    }
+    throw error;
+  }
+}
+
+async function chownTree(target: string, uid: number, gid: number): Promise<void> {
+  await fs.lchown(target, uid, gid);
+  const stats = await fs.lstat(target);
+  if (!stats.isDirectory()) return;
+  for (const name of await fs.readdir(target)) await chownTree(path.join(target, name), uid, gid);
+}

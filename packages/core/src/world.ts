@@ -1,0 +1,35 @@
+import type { LimitHit, NetworkCheck, StudentHandle } from '@karotte/grader';
+
+/** The outcome of one command in the student's shell. */
+export interface ShellOutcome {
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly exitCode: number | null;
+  readonly timedOut: boolean;
+  readonly truncated: boolean;
+  readonly stdoutBytes: number;
+  readonly stderrBytes: number;
+  readonly durationMs: number;
+  /** Set when the shell died and was restarted, with what the student is told. */
+  readonly note?: string;
+}
+
+/**
+ * The student's world as an episode needs it: a seam over `@karotte/sandbox` so the episode
+ * logic is written once, and the world can be provided by another backend.
+ */
+export interface StudentWorld {
+  readonly uid: number;
+  /** Host path of the student's working directory (where submission paths are relative to). */
+  readonly workDir: string;
+  /** What the grader needs to reap and collect. */
+  readonly handle: StudentHandle;
+  /** The network check made before the first step. */
+  readonly network: NetworkCheck;
+  /** Run one command in the persistent shell, as the student. */
+  exec(command: string, options: { timeoutMs: number; abortSignal?: AbortSignal }): Promise<ShellOutcome>;
+  /** Limits the student hit so far (memory, pids, disk). */
+  limitHits(): Promise<LimitHit[]>;
+  /** Tear everything down. Idempotent. */
+  destroy(): Promise<void>;
+}

@@ -117,21 +117,25 @@ describe('collectAndGrade order and verdict rules', () => {
     });
   });
 
-  it.each([
-    ['reap', 'REAP_FAILED'],
-    ['reclaim', 'RECLAIM_FAILED'],
-    ['takeCustody', 'CUSTODY_FAILED'],
-  ] as const)('a host fault in %s is error (never failed), with the phase', async (phase) => {
-    const collector = scripted({
-      [phase]: () => Promise.reject(new SystemError('EIO', { errno: 'EIO' })),
-    });
-    const verdict = await collectAndGrade({ student, submission: ['a'], judge: judgeSpy().judge, collector });
-    expect(verdict).toMatchObject({
-      status: 'error',
-      score: 0,
-      error: { code: 'SYSTEM_ERROR', phase: phase === 'takeCustody' ? 'custody' : phase },
-    });
-  });
+  it.each(['reap', 'reclaim', 'takeCustody'] as const)(
+    'a host fault in %s is error (never failed), with the phase',
+    async (phase) => {
+      const collector = scripted({
+        [phase]: () => Promise.reject(new SystemError('EIO', { errno: 'EIO' })),
+      });
+      const verdict = await collectAndGrade({
+        student,
+        submission: ['a'],
+        judge: judgeSpy().judge,
+        collector,
+      });
+      expect(verdict).toMatchObject({
+        status: 'error',
+        score: 0,
+        error: { code: 'SYSTEM_ERROR', phase: phase === 'takeCustody' ? 'custody' : phase },
+      });
+    },
+  );
 
   it('an unexpected exception keeps the phase default code', async () => {
     const collector = scripted({ reclaim: () => Promise.reject(new TypeError('boom')) });

@@ -59,6 +59,7 @@ export {
   verdictSchema,
   verdictJsonSchema,
   judgeReportSchema,
+  executableTimingsSchema,
   graderFailureSchema,
   hostFaultSchema,
   limitHitSchema,
@@ -87,4 +88,5 @@ export type {
   CustodySummary,
   NetworkCheck,
   Timings,
+  ExecutableTimings,
 } from './verdict.js';

@@ -143,8 +143,23 @@ export interface JudgeReport {
   readonly confinement: Confinement;
   readonly durationMs: number;
   readonly weight?: number | undefined;
+  /** Where an executable judge's time went. */
+  readonly timings?: ExecutableTimings | undefined;
   readonly children?: readonly JudgeReport[] | undefined;
 }
+
+/** Phases of an executable judge: setup (copies, cgroup, namespaces), the grader's own run, teardown. */
+export const executableTimingsSchema = z
+  .object({
+    /** From the call to the grader's start (private directory, copies, cgroup, namespaces, mounts). */
+    setupMs: z.number().nonnegative(),
+    /** The grader's own run, from its start to its exit (or kill). */
+    runMs: z.number().nonnegative(),
+    /** From the grader's exit to the report (proof the cgroup is empty, unmount, removal). */
+    teardownMs: z.number().nonnegative(),
+  })
+  .strict();
+export type ExecutableTimings = z.infer<typeof executableTimingsSchema>;
 
 export const judgeReportSchema: z.ZodType<JudgeReport> = z
   .object({
@@ -160,6 +175,7 @@ export const judgeReportSchema: z.ZodType<JudgeReport> = z
     durationMs: z.number().nonnegative(),
     /** Weight in a `weighted` composite. */
     weight: z.number().optional(),
+    timings: executableTimingsSchema.optional(),
     get children() {
       return z.array(judgeReportSchema).optional();
     },

@@ -309,6 +309,9 @@ async function runExecutable(
   let scoreMounted = false;
   let binaries: SandboxBinaries | undefined;
   let cleanupFault: string | undefined;
+  let outcome: JudgeReport;
+  let launched: { readyAt: number } | undefined;
+  let exited: number | undefined;
   try {
     if (sandboxed && process.getuid?.() !== 0) {
       throw new GraderError(
@@ -423,6 +426,7 @@ async function runExecutable(
       }
     }
 
+    const spawnedAt = performance.now();
     const result = await launch({
       argv: [interpreter, programCopy, ...resolved.args],
       env,
@@ -446,6 +450,8 @@ async function runExecutable(
           : null,
       abortSignal: context.abortSignal,
     });
+    exited = performance.now();
+    launched = { readyAt: spawnedAt + (result.readyMs ?? 0) };
 
     let stats: CgroupStats = { memoryPeakBytes: null, oomKills: 0, pidsLimitHits: 0 };
     let readBack = { memoryBytes: resolved.memoryBytes, pids: resolved.pids };
@@ -460,9 +466,9 @@ async function runExecutable(
       }
     }
     base = { ...base, limitHits: limitHits(resolved, readBack, result, stats) };
-    return await judgeOutcome(base, context, resolved, result, stats, scoreFile);
+    outcome = await judgeOutcome(base, context, resolved, result, stats, scoreFile);
   } catch (error) {
-    return errorReport(base, faultFromError(error));
+    outcome = errorReport(base, faultFromError(error));
   } finally {
     if (cgroup !== undefined) {
       const emptied = await cgroup.destroy().catch(() => false);
@@ -480,6 +486,25 @@ async function runExecutable(
       await rm(root, { recursive: true, force: true }).catch(() => undefined);
     if (identity !== undefined && cleanupFault === undefined) await identity.release().catch(() => undefined);
   }
+  // After the teardown, so the report says what the whole run cost, phase by phase.
+  const finished = performance.now();
+  const timings =
+    launched === undefined || exited === undefined
+      ? undefined
+      : {
+          setupMs: round(launched.readyAt - startedAt),
+          runMs: round(exited - launched.readyAt),
+          teardownMs: round(finished - exited),
+        };
+  return {
+    ...outcome,
+    durationMs: round(finished - startedAt),
+    ...(timings === undefined ? {} : { timings }),
+  };
+}
+
+function round(ms: number): number {
+  return Math.max(0, Math.round(ms * 10) / 10);
 }
 
 async function chownAndMode(file: string, owner: { uid: number; gid: number }, mode: number): Promise<void> {

@@ -60,6 +60,8 @@ export interface LaunchResult {
   readonly stderrBytes: number;
   /** From spawn to exit. */
   readonly durationMs: number;
+  /** From spawn to the grader's start (the readiness byte in a sandbox, 0 without), or null. */
+  readonly readyMs: number | null;
   /** From the kill decision (timeout, output cap, abort) to the observed exit, or null. */
   readonly killToExitMs: number | null;
 }
@@ -88,12 +90,15 @@ const STAGE2 = [
   String.raw`list=$("$sed" -n 's/^[^ ]* [^ ]* [^ ]* [^ ]* \([^ ]*\) .*$/\1/p' /proc/self/mountinfo) || exit 125`,
   'printf "%s\\n" "$list" | while IFS= read -r mp; do',
   String.raw`  case $mp in *\\*) mp=$(printf '%b' "$(printf '%s' "$mp" | "$sed" 's/\\\([0-7][0-7][0-7]\)/\\0\1/g')");; esac`,
-  '  case $mp in /proc|/proc/*) continue;; esac',
+  '  case $mp in /proc|/proc/*|/sys|/sys/*) continue;; esac',
   '  [ "$mp" = "$keep" ] && continue',
   // A mount whose mount point vanished meanwhile (another grader's score tmpfs, removed on
   // the host) has been detached from this namespace too: nothing left to protect there.
   '  "$m" -o remount,bind,ro "$mp" 2>/dev/null || { [ -e "$mp" ] || continue; "$m" -o remount,bind,ro "$mp" || exit 125; }',
   'done || exit 125',
+  // A fresh read-only sysfs (this is a new network namespace) hides every cgroup and other
+  // mount below /sys in one step instead of one remount each.
+  '"$m" -t sysfs -o ro,nosuid,nodev,noexec karotte-grader-sys /sys || exit 125',
   'n=$1; size=$2; shift 2',
   'while [ "$n" -gt 0 ]; do "$m" -t tmpfs -o "size=$size,mode=1777,nosuid,nodev" karotte-grader-tmp "$1" || exit 125; shift; n=$((n-1)); done',
   'home=$1; uid=$2; gid=$3; shift 3',
@@ -191,6 +196,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       detached: true,
     });
     let ready = options.sandbox === null;
+    let readyMs: number | null = options.sandbox === null ? 0 : null;
     let spawnError: string | null = null;
     let timedOut = false;
     let aborted = false;
@@ -257,6 +263,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
     readiness?.on('data', (chunk: Buffer) => {
       if (ready || !chunk.includes(0x52)) return;
       ready = true;
+      readyMs = performance.now() - started;
       clearTimeout(setupTimer);
       if (killedAt === null) timer = startClock();
     });
@@ -290,6 +297,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
           stdoutBytes: counts.stdout,
           stderrBytes: counts.stderr,
           durationMs: exitedAt - started,
+          readyMs,
           killToExitMs: killedAt === null ? null : exitedAt - killedAt,
         });
       };
@@ -337,6 +345,7 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
         stdoutBytes: 0,
         stderrBytes: 0,
         durationMs: performance.now() - started,
+        readyMs: null,
         killToExitMs: null,
       });
     });

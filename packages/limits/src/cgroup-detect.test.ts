@@ -37,6 +37,7 @@ describe('cgroup detection', () => {
         mountPoint: '/mnt/with space',
         readOnly: true,
         fsType: 'cgroup2',
+        source: 'cgroup2',
         superOptions: ['rw'],
       },
     ]);

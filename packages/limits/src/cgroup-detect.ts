@@ -54,6 +54,7 @@ interface MountEntry {
   readonly mountPoint: string;
   readonly readOnly: boolean;
   readonly fsType: string;
+  readonly source: string;
   readonly superOptions: readonly string[];
 }
 
@@ -75,6 +76,7 @@ export function parseMountInfo(text: string): MountEntry[] {
     const mountPoint = before[4];
     const options = before[5];
     const fsType = after[0];
+    const source = after[1];
     const superOptions = after[2];
     if (root === undefined || mountPoint === undefined || options === undefined || fsType === undefined)
       continue;
@@ -83,6 +85,7 @@ export function parseMountInfo(text: string): MountEntry[] {
       mountPoint: unescapeMountPath(mountPoint),
       readOnly: options.split(',').includes('ro'),
       fsType,
+      source: unescapeMountPath(source ?? ''),
       superOptions: (superOptions ?? '').split(','),
     });
   }

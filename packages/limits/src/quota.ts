@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { isErrno, parseOptions, toSystemError } from '@karotte/base';
+import { isErrno, parseOptions, resolveTrustedBinary, toSystemError } from '@karotte/base';
 import { z } from 'zod';
 import { parseMountInfo } from './cgroup-detect.js';
 import {
@@ -186,6 +186,36 @@ export function loopDevicesBacking(image: string): string[] {
   return out;
 }
 
+/**
+ * The constant script that prepares an image. Positional arguments: $1 fallocate, $2
+ * mkfs.ext4, $3 mount (trusted absolute paths), $4 bytes, $5 inodes, $6 image, $7 mount point.
+ *
+ * - fallocate first: the image is preallocated, never sparse (a sparse image turns ENOSPC
+ *   into I/O errors and lets the student fill the host's disk).
+ * - mkfs.ext4 -E nodiscard: on a regular file mke2fs "discards" by punching holes, which
+ *   would make the image sparse again. -m 0: no root reserve. -N: the inode quota. No
+ *   journal, no resize inode: less metadata, faster mkfs and mount. lazy_itable_init (and
+ *   noinit_itable at mount) skips zeroing inode tables: unwritten extents already read as zeros.
+ * - fallocate again: where the host file system has no FALLOC_FL_ZERO_RANGE (tmpfs), mke2fs
+ *   zeroes ranges by punching holes; holes read as zeros, so allocating them again keeps the
+ *   file system intact and the image whole.
+ * - mount -o loop: attaches a free loop device with autoclear (it detaches on unmount);
+ *   nosuid, nodev: nothing the student writes there can gain privileges.
+ */
+export const PREPARE_SCRIPT = [
+  'set -e',
+  '"$1" -l "$4" "$6"',
+  '"$2" -q -F -m 0 -b 4096 -N "$5" -O ^has_journal,^resize_inode -E nodiscard,lazy_itable_init=1,root_owner=0:0 -L karotte "$6"',
+  '"$1" -l "$4" "$6"',
+  '"$3" -t ext4 -o loop,nosuid,nodev,noatime,noinit_itable,nodiscard "$6" "$7"',
+].join('\n');
+
+/** The source device of the mount at `mountPoint`, or null. */
+function mountSource(mountPoint: string): string | null {
+  const mounts = parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8'));
+  return mounts.findLast((mount) => mount.mountPoint === mountPoint)?.source ?? null;
+}
+
 /** Format, attach and mount a fresh preallocated image. Cleans up everything on failure. */
 async function prepareImage(
   imageDir: string,
@@ -205,81 +235,52 @@ async function prepareImage(
   };
   const blockAligned = Math.floor(bytes / QUOTA_BLOCK_BYTES) * QUOTA_BLOCK_BYTES;
   // The record first: a harness killed at any later line leaves enough to reclaim everything.
-  writeRecord(layout.records, id, {
-    kind: 'quota',
-    format: 1,
+  writeRecord(
+    layout.records,
     id,
-    owner: selfIdentity(),
-    createdAtMs: Date.now(),
-    phase: 'preparing',
-    image: paths.image,
-    mountPoint: paths.mountPoint,
-  });
+    {
+      kind: 'quota',
+      format: 1,
+      id,
+      owner: selfIdentity(),
+      createdAtMs: Date.now(),
+      phase: 'preparing',
+      image: paths.image,
+      mountPoint: paths.mountPoint,
+    },
+    true,
+  );
   try {
     fs.closeSync(fs.openSync(paths.image, 'wx', 0o600));
-    await runTrusted('fallocate', ['-l', String(blockAligned), paths.image], {
-      code: 'QUOTA_FAILED',
-      abortSignal,
-    });
-    if (!isPreallocated(paths.image, blockAligned)) {
-      throw new LimitsError('QUOTA_FAILED', `${paths.image} is sparse after fallocate`, {
-        path: paths.image,
-      });
-    }
-    // nodiscard: on a regular file mke2fs "discards" by punching holes, which would make the
-    // preallocated image sparse again. lazy_itable_init + noinit_itable (at mount) skip
-    // zeroing inode tables: the preallocated (unwritten) extents already read as zeros.
+    fs.mkdirSync(paths.mountPoint, { mode: 0o700 });
+    // One process for the four steps (spawning is the slow part of this path).
     await runTrusted(
-      'mkfs.ext4',
+      'sh',
       [
-        '-q',
-        '-F',
-        '-m',
-        '0',
-        '-b',
-        String(QUOTA_BLOCK_BYTES),
-        '-N',
+        '-c',
+        PREPARE_SCRIPT,
+        'karotte-prepare-quota',
+        resolveTrustedBinary('fallocate'),
+        resolveTrustedBinary('mkfs.ext4'),
+        resolveTrustedBinary('mount'),
+        String(blockAligned),
         String(inodes),
-        '-O',
-        '^has_journal,^resize_inode',
-        '-E',
-        'nodiscard,lazy_itable_init=1,root_owner=0:0',
-        '-L',
-        'karotte',
         paths.image,
+        paths.mountPoint,
       ],
       { code: 'QUOTA_FAILED', abortSignal },
     );
     if (!isPreallocated(paths.image, blockAligned)) {
-      // mke2fs zeroes some ranges with fallocate; where the file system has no ZERO_RANGE
-      // (tmpfs) it punches holes instead. Holes read as zeros, so allocating them again keeps
-      // the file system intact and makes the image whole again.
-      await runTrusted('fallocate', ['-l', String(blockAligned), paths.image], {
-        code: 'QUOTA_FAILED',
-        abortSignal,
-      });
-      if (!isPreallocated(paths.image, blockAligned)) {
-        throw new LimitsError('QUOTA_FAILED', `${paths.image} stays sparse after mkfs`, {
-          path: paths.image,
-        });
-      }
-    }
-    const { stdout } = await runTrusted('losetup', ['--find', '--show', '--nooverlap', paths.image], {
-      code: 'QUOTA_FAILED',
-      abortSignal,
-    });
-    const loopDevice = stdout.trim();
-    if (!/^\/dev\/loop\d+$/.test(loopDevice)) {
-      throw new LimitsError('QUOTA_FAILED', `losetup printed ${JSON.stringify(loopDevice)}`, {
+      throw new LimitsError('QUOTA_FAILED', `${paths.image} is sparse after preparation`, {
         path: paths.image,
       });
     }
-    fs.mkdirSync(paths.mountPoint, { mode: 0o700 });
-    await runTrusted(
-      'mount',
-      ['-t', 'ext4', '-o', 'nosuid,nodev,noatime,noinit_itable,nodiscard', loopDevice, paths.mountPoint],
-      { code: 'QUOTA_FAILED', abortSignal },
-    );
+    const loopDevice = mountSource(paths.mountPoint);
+    if (loopDevice === null || !/^\/dev\/loop\d+$/.test(loopDevice)) {
+      throw new LimitsError('QUOTA_FAILED', `${paths.mountPoint} is not mounted from a loop device`, {
+        path: paths.mountPoint,
+      });
+    }
     fs.rmdirSync(path.join(paths.mountPoint, 'lost+found'));
     fs.chmodSync(paths.mountPoint, 0o700);
     writeRecord(layout.records, id, {
@@ -320,6 +321,11 @@ export async function teardownImage(image: string, mountPoint: string): Promise<
       await runTrusted('umount', ['-l', mountPoint], { code: 'QUOTA_FAILED' });
       lazy = true;
     }
+  }
+  // mount -o loop set autoclear: the loop device goes with the unmount. Give the kernel a
+  // moment before detaching by hand (a record from a crash may name a device without it).
+  for (let wait = 0; wait < 20 && loopDevicesBacking(image).length > 0 && !lazy; wait += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
   }
   for (const device of loopDevicesBacking(image)) {
     // On a busy device the kernel sets autoclear instead: it detaches when the last user goes.

@@ -96,19 +96,37 @@ export function checkSafeDir(dir: string): void {
   }
 }
 
-/** Write `record` to `dir/<name>.json` atomically (temporary file, fsync, rename), mode 0600. */
-export function writeRecord(dir: string, name: string, record: GroupRecord | QuotaRecord): void {
+/**
+ * Write `record` to `dir/<name>.json` atomically (temporary file, rename), mode 0600.
+ * `durable` adds an fsync: only worth it for a record that must outlive a host crash (the
+ * first record of a quota image on disk). A SIGKILLed harness loses nothing without it: the
+ * page cache survives the process.
+ */
+export function writeRecord(
+  dir: string,
+  name: string,
+  record: GroupRecord | QuotaRecord,
+  durable = false,
+): void {
   const file = path.join(dir, `${name}.json`);
   const temporary = `${file}.tmp-${process.pid}`;
   try {
     const fd = fs.openSync(temporary, 'w', 0o600);
     try {
       fs.writeSync(fd, JSON.stringify(record));
-      fs.fsyncSync(fd);
+      if (durable) fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
     }
     fs.renameSync(temporary, file);
+    if (durable) {
+      const dirFd = fs.openSync(dir, 'r');
+      try {
+        fs.fsyncSync(dirFd);
+      } finally {
+        fs.closeSync(dirFd);
+      }
+    }
   } catch (error) {
     try {
       fs.rmSync(temporary, { force: true });

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { killUid, tempDir, testUid } from '../../../test/support/index.js';
+import { killUid, pidsOfUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
 import { createGroup } from './group.js';
 import type { LimitGroup } from './group.js';
 import { asUid, runBounded } from './test-helpers.js';
@@ -120,7 +120,7 @@ describe('watchdog (detected_and_reaped)', () => {
     const hidden = path.join(mount.dir, 'other');
     fs.mkdirSync(hidden);
     fs.chmodSync(hidden, 0o1777);
-    const { violations } = watch({ memoryBytes: 32 * MiB, ramRoots: [mount.dir] });
+    const { watchdog, violations } = watch({ memoryBytes: 32 * MiB, ramRoots: [mount.dir] });
     // Up to 64 MiB of file, 1 MiB every 10 ms, then the writer idles.
     const run = await runBounded(
       [
@@ -144,16 +144,18 @@ describe('watchdog (detected_and_reaped)', () => {
     // Grow the (still uid-owned) file past the limit on its own: no process of the uid is left.
     fs.appendFileSync(fill, Buffer.alloc(Math.max(0, 40 * MiB - fs.statSync(fill).size)));
     expect(fs.statSync(fill).uid).toBe(uid);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitFor(() => pidsOfUid(uid).length === 0, 10_000);
     const seen = violations.length;
-    expect(violations.at(-1)!.reading.pids).toEqual([]);
     // The file survives SIGKILL: the violation stays until it is deleted.
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect(violations.length).toBeGreaterThan(seen);
+    await waitFor(() => violations.length > seen, 10_000);
+    expect(violations.at(-1)!.reading.pids).toEqual([]);
+    expect(violations.at(-1)!.reading.ramFileBytes).toBeGreaterThanOrEqual(40 * MiB);
     fs.rmSync(path.join(hidden, 'fill'));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Once deleted, readings are under the limit again and the reports stop.
+    expect((await watchdog.read()).totalBytes).toBeLessThan(32 * MiB);
+    await new Promise((resolve) => setTimeout(resolve, 200));
     const settled = violations.length;
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await new Promise((resolve) => setTimeout(resolve, 200));
     expect(violations.length).toBe(settled);
     expect(await oomKills()).toBe(0);
   });
@@ -188,8 +190,7 @@ describe('watchdog (detected_and_reaped)', () => {
       onViolation: (violation) => void violations.push(violation),
     });
     cleanups.push(() => tight.stop());
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect(violations.length).toBeGreaterThan(0);
+    await waitFor(() => violations.length > 0, 10_000);
     expect(violations[0]!.reason).toMatch(/more than 100 entries/);
   });
 
@@ -215,8 +216,8 @@ describe('watchdog (detected_and_reaped)', () => {
     expect(reading.sysvShmBytes).toBeGreaterThanOrEqual(80 * MiB);
     expect(reading.pids).toEqual([]);
     const { violations } = watch({ memoryBytes: 64 * MiB, ramRoots: [] });
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect(violations[0]?.reading.sysvShmBytes).toBeGreaterThanOrEqual(80 * MiB);
+    await waitFor(() => violations.length > 0, 10_000);
+    expect(violations[0]!.reading.sysvShmBytes).toBeGreaterThanOrEqual(80 * MiB);
   });
 
   it('reaps a uid running more processes than allowed', async () => {

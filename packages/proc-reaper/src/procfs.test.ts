@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isDeadState, parseStat, parseStatus, walkUid } from './procfs.js';
+import { isDeadState, parseStat, parseStatus, scanOwned, walkUid } from './procfs.js';
 
 const roots: string[] = [];
 afterEach(() => {
@@ -115,5 +115,25 @@ describe('walkUid', () => {
     fs.writeFileSync(path.join(root, '50', 'status'), 'Name:\tx\n');
     expect(walkUid(1001, root).complete).toBe(false);
     expect(walkUid(1001, path.join(root, 'missing')).complete).toBe(false);
+  });
+});
+
+describe('scanOwned', () => {
+  it('lists the entries the uid owns and which of them are in another PID namespace', () => {
+    const root = fakeProc();
+    const me = process.getuid!();
+    for (const [pid, namespace] of [
+      [60, 'pid:[1]'],
+      [61, 'pid:[2]'],
+    ] as const) {
+      fs.mkdirSync(path.join(root, String(pid), 'ns'), { recursive: true });
+      fs.symlinkSync(namespace, path.join(root, String(pid), 'ns', 'pid'));
+    }
+    fs.mkdirSync(path.join(root, '62')); // no ns link (exited): owned, not foreign
+    const scan = scanOwned(me, 'pid:[1]', root);
+    expect([...scan.owned].sort()).toEqual([60, 61, 62]);
+    expect(scan.foreign).toEqual([61]);
+    // Entries owned by someone else are not listed.
+    expect(scanOwned(me + 1, 'pid:[1]', root)).toEqual({ owned: [], foreign: [] });
   });
 });

@@ -1,6 +1,6 @@
 // Reading /proc: who is alive, as whom, in which PID namespace. Every function takes the
 // procfs root so unit tests can run against a fake tree; production passes '/proc'.
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { isErrno, toSystemError } from '@karotte/base';
 import { ProcReaperError } from './errors.js';
 
@@ -11,6 +11,8 @@ export interface LiveProcess {
   readonly name: string;
   /** One-letter state (`R`, `S`, `D`, `T`, `t`, ... or `Z` for a zombie leader with live threads). */
   readonly state: string;
+  /** In a PID namespace nested below ours (`NSpid:` lists more than one pid). */
+  readonly nested: boolean;
 }
 
 /** One walk of /proc for a uid. */
@@ -220,11 +222,52 @@ export function walkUid(uid: number, procRoot = '/proc'): WalkResult {
         continue;
       }
     }
-    alive.push({ pid, name: status.name, state: status.state });
+    alive.push({ pid, name: status.name, state: status.state, nested: status.nsPids.length > 1 });
   }
   return problem === undefined
     ? { alive, complete: true, vanished }
     : { alive, complete: false, vanished, problem };
+}
+
+/** Result of {@link scanOwned}. */
+export interface OwnedScan {
+  /** Pids whose /proc directory is owned by the uid. */
+  readonly owned: readonly number[];
+  /** Those of them in a PID namespace other than `ownNamespace`. */
+  readonly foreign: readonly number[];
+}
+
+/**
+ * A cheap pre-scan (one stat per entry, one readlink per match) of the processes whose
+ * /proc/<pid> directory the uid owns, and which of them live in another PID namespace.
+ *
+ * The owner of /proc/<pid> is the effective uid of a dumpable process (root for a
+ * non-dumpable one), so this is an accelerator and a count, never a proof: what it misses,
+ * the in-cohort kill and the status-based sweep take.
+ */
+export function scanOwned(uid: number, ownNamespace: string, procRoot = '/proc'): OwnedScan {
+  const owned: number[] = [];
+  const foreign: number[] = [];
+  let entries: string[];
+  try {
+    entries = numericEntries(procRoot);
+  } catch {
+    return { owned, foreign };
+  }
+  for (const entry of entries) {
+    const stats = statSync(`${procRoot}/${entry}`, { throwIfNoEntry: false });
+    if (stats?.uid !== uid) continue;
+    const pid = Number(entry);
+    owned.push(pid);
+    let namespace: string;
+    try {
+      namespace = readlinkSync(`${procRoot}/${entry}/ns/pid`);
+    } catch {
+      continue; // exited, or not readable: left to the sweep
+    }
+    if (namespace !== ownNamespace) foreign.push(pid);
+  }
+  return { owned, foreign };
 }
 
 /** Every live process in /proc with its stat fields (for the best-effort tier's tree walk). */

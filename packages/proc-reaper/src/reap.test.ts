@@ -5,26 +5,26 @@ import type { GroupKillResult, KillableGroup } from '@karotte/limits';
 import { describe, expect, it } from 'vitest';
 import { ProcReaperError } from './errors.js';
 import type { HelperOutcome } from './in-cohort.js';
-import type { LiveProcess, WalkResult } from './procfs.js';
+import type { LiveProcess, OwnedScan, WalkResult } from './procfs.js';
 import { reap, runReap } from './reap.js';
 import type { InitView, ReapEngine } from './reap.js';
 import { confirmedReapRecordSchema, reapRecordSchema } from './record.js';
 
-const OWN_NS = 'pid:[4026531836]';
 const OPTIONS = { deadlineMs: 1_000, passIntervalMs: 50 };
 
 interface Script {
   /** One helper outcome per run; the last repeats. */
   helper?: HelperOutcome[];
-  /** Walk results in order (pre-walk and kill-sweep walks alike); the last repeats. */
+  /** Kill-sweep walk results in order; the last repeats. */
   walks?: WalkResult[];
-  namespaces?: Record<number, string>;
+  /** Pre-scan results in order; the last repeats. */
+  scans?: OwnedScan[];
   init?: (InitView | undefined)[];
   groupLive?: number[][];
 }
 
 function live(...pids: number[]): LiveProcess[] {
-  return pids.map((pid) => ({ pid, name: `p${pid}`, state: 'S' }));
+  return pids.map((pid) => ({ pid, name: `p${pid}`, state: 'S', nested: false }));
 }
 
 const CLEAN: WalkResult = { alive: [], complete: true, vanished: 0 };
@@ -36,6 +36,7 @@ function fakeEngine(script: Script) {
   const killedPids: number[] = [];
   let helperCalls = 0;
   let walkCalls = 0;
+  let scanCalls = 0;
   let initCalls = 0;
   let groupCalls = 0;
   const pick = <T>(list: T[] | undefined, index: number, fallback: T): T =>
@@ -52,13 +53,15 @@ function fakeEngine(script: Script) {
       clock += 1;
       return pick(script.walks, walkCalls++, CLEAN);
     },
+    scanOwned: () => {
+      log.push('scan');
+      return pick(script.scans, scanCalls++, { owned: [], foreign: [] });
+    },
     kill: (pid) => {
       log.push(`kill ${pid}`);
       killedPids.push(pid);
       return true;
     },
-    pidNamespaceOf: (pid) => script.namespaces?.[pid] ?? OWN_NS,
-    ownPidNamespace: OWN_NS,
     runInCohort: () => {
       log.push('helper');
       clock += 5;
@@ -96,7 +99,7 @@ describe('runReap', () => {
       engine,
     );
     expect(record).toMatchObject({ confirmedEmpty: true, passes: 1, misbehavior: [], tier: 'confirmed' });
-    expect(log).toEqual(['walk', 'helper', 'walk']);
+    expect(log).toEqual(['scan', 'helper', 'walk']);
     expect(confirmedReapRecordSchema.parse(JSON.parse(JSON.stringify(record)))).toEqual(record);
   });
 
@@ -121,11 +124,7 @@ describe('runReap', () => {
     // Pass 3: helper ran and the sweep is clean: proof.
     const { engine } = fakeEngine({
       helper: [CONFIRMED, { status: 'signalled', signal: 'SIGKILL' }, CONFIRMED],
-      walks: [
-        { alive: live(7), complete: true, vanished: 0 },
-        { alive: live(7), complete: true, vanished: 0 },
-        CLEAN,
-      ],
+      walks: [{ alive: live(7), complete: true, vanished: 0 }, CLEAN],
     });
     const record = await runReap(
       { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
@@ -155,7 +154,7 @@ describe('runReap', () => {
 
   it('re-walks an incomplete kill sweep within the pass and proves on the complete one', async () => {
     const { engine, log } = fakeEngine({
-      walks: [CLEAN, { alive: [], complete: false, vanished: 0 }, CLEAN],
+      walks: [{ alive: [], complete: false, vanished: 0 }, CLEAN],
     });
     const record = await runReap(
       { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
@@ -163,7 +162,7 @@ describe('runReap', () => {
       engine,
     );
     expect(record).toMatchObject({ confirmedEmpty: true, passes: 1, incompleteWalks: 1 });
-    expect(log).toEqual(['walk', 'helper', 'walk', 'walk']);
+    expect(log).toEqual(['scan', 'helper', 'walk', 'walk']);
   });
 
   it('kills the group first, then the namespace init, then walks, runs the helper and sweeps', async () => {
@@ -175,7 +174,7 @@ describe('runReap', () => {
     });
     const group = fakeGroup(log);
     const record = await runReap({ uid: 5000, group, pidNamespaceInitPid: 4242 }, OPTIONS, engine);
-    expect(log).toEqual(['group-kill', 'kill 4242', 'walk', 'helper', 'walk', 'group-members']);
+    expect(log).toEqual(['group-kill', 'kill 4242', 'scan', 'helper', 'walk', 'group-members']);
     expect(record).toMatchObject({
       confirmedEmpty: true,
       killed: { cgroup: 3, pidns: 1, inCohort: 0, sweep: 0 },
@@ -207,17 +206,30 @@ describe('runReap', () => {
   });
 
   it('kills student processes in a foreign PID namespace before the helper, as pidns kills', async () => {
-    const { engine, killedPids } = fakeEngine({
-      walks: [{ alive: live(70, 71), complete: true, vanished: 0 }, CLEAN],
-      namespaces: { 70: 'pid:[4026532999]' },
-    });
+    const { engine, killedPids, log } = fakeEngine({ scans: [{ owned: [70, 71], foreign: [70] }] });
     const record = await runReap(
       { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
       OPTIONS,
       engine,
     );
     expect(killedPids).toEqual([70]);
+    expect(log.indexOf('kill 70')).toBeLessThan(log.indexOf('helper'));
     expect(record.killed).toEqual({ cgroup: 0, pidns: 1, inCohort: 1, sweep: 0 });
+  });
+
+  it('counts a nested-namespace process that only the sweep found as a pidns kill', async () => {
+    const { engine } = fakeEngine({
+      walks: [
+        { alive: [{ pid: 80, name: 'init', state: 'S', nested: true }], complete: true, vanished: 0 },
+        CLEAN,
+      ],
+    });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 2, killed: { pidns: 1, sweep: 0 } });
   });
 
   it('does not kill a pid that is not the init of a foreign PID namespace', async () => {
@@ -264,7 +276,9 @@ describe('runReap', () => {
 
   it('lists survivors (escaped) at the deadline', async () => {
     const { engine } = fakeEngine({
-      walks: [{ alive: [{ pid: 99, name: 'evil\nname', state: 'D' }], complete: true, vanished: 0 }],
+      walks: [
+        { alive: [{ pid: 99, name: 'evil\nname', state: 'D', nested: false }], complete: true, vanished: 0 },
+      ],
     });
     const record = await runReap(
       { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },

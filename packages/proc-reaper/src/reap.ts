@@ -5,8 +5,8 @@
 //     freeze, SIGKILL every member, thaw). It takes the bulk at once.
 //  2. the init of the student's PID namespace: when a PID-namespace init dies the kernel kills
 //     every process in the namespace, and the init only finishes dying after they all have.
-//  3. a walk of /proc for the uid: student processes in a PID namespace other than ours (a
-//     nested `unshare --pid`) are killed here, which collapses their namespaces too.
+//  3. a cheap scan of /proc for the uid: student processes in a PID namespace other than ours
+//     (a nested `unshare --pid`) are killed here, which collapses their namespaces too.
 //  4. the in-cohort kill: a helper that has become the uid runs kill(-1, SIGKILL) repeatedly.
 //     The kernel signals every process of the uid under the tasklist lock and a process with
 //     SIGKILL pending cannot finish a fork, so fork-and-die relays that no snapshot ever sees
@@ -39,9 +39,10 @@ import {
   readPidNamespace,
   readStat,
   readStatus,
+  scanOwned,
   walkUid,
 } from './procfs.js';
-import type { WalkResult } from './procfs.js';
+import type { OwnedScan, WalkResult } from './procfs.js';
 import type { ConfirmedReapRecord, RecordedProcess } from './record.js';
 
 const MAX_UID = 4_294_967_294;
@@ -138,9 +139,8 @@ export interface ReapEngine {
   now(): number;
   sleep(ms: number): Promise<void>;
   walk(uid: number): WalkResult;
+  scanOwned(uid: number): OwnedScan;
   kill(pid: number): boolean;
-  pidNamespaceOf(pid: number): string | undefined;
-  readonly ownPidNamespace: string;
   runInCohort(): Promise<HelperOutcome>;
   inspectInit(pid: number): InitView | undefined;
   liveGroupMembers(group: KillableGroup): Promise<number[]>;
@@ -191,9 +191,8 @@ export async function reap(target: ReapTarget, options: ReapOptions = {}): Promi
       });
     },
     walk: (forUid) => walkUid(forUid),
+    scanOwned: (forUid) => scanOwned(forUid, ownPidNamespace),
     kill: killPid,
-    pidNamespaceOf: (pid) => readPidNamespace(pid),
-    ownPidNamespace,
     runInCohort: () => runHelper(helperArgv!, parsed.helperTimeoutMs),
     inspectInit: (pid) => inspectInit(pid, ownPidNamespace),
     liveGroupMembers: async (killable) => (await killable.pids()).filter((pid) => isAlive(pid)),
@@ -307,10 +306,12 @@ export async function runReap(
       note(walk.problem ?? 'incomplete /proc walk');
     }
     for (const proc of walk.alive) {
-      if (engine.kill(proc.pid)) {
-        killed.sweep += 1;
-        if (swept.length < MAX_LISTED) swept.push({ pid: proc.pid, name: escapeForDisplay(proc.name, 64) });
-      }
+      if (!engine.kill(proc.pid)) continue;
+      // A process in a nested PID namespace is a namespace kill (it may be that namespace's
+      // init, which takes the rest of the namespace with it), whoever finds it.
+      if (proc.nested) killed.pidns += 1;
+      else killed.sweep += 1;
+      if (swept.length < MAX_LISTED) swept.push({ pid: proc.pid, name: escapeForDisplay(proc.name, 64) });
     }
     return walk;
   };
@@ -362,19 +363,12 @@ export async function runReap(
     let helperRan = false;
     let sweepClean = true;
     if (uid !== undefined) {
-      const before = engine.walk(uid);
-      if (!before.complete) {
-        incompleteWalks += 1;
-        note(before.problem ?? 'incomplete /proc walk');
-      }
+      const before = engine.scanOwned(uid);
+      const foreign = new Set(before.foreign);
       const seen = new Set<number>();
-      for (const proc of before.alive) {
-        const namespace = engine.pidNamespaceOf(proc.pid);
-        if (namespace !== undefined && namespace !== engine.ownPidNamespace) {
-          if (engine.kill(proc.pid)) killed.pidns += 1;
-        } else {
-          seen.add(proc.pid);
-        }
+      for (const pid of before.owned) {
+        if (!foreign.has(pid)) seen.add(pid);
+        else if (engine.kill(pid)) killed.pidns += 1;
       }
       engine.checkAbort();
       helperRan = await runInCohort();

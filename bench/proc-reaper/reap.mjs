@@ -1,0 +1,238 @@
+// Benchmark: time to reap AND confirm a cohort of N processes of one uid (mixed escapes: a
+// third plain `cmd &` sleepers, a third `setsid -f` daemons, a third double forks), side by
+// side with tree-kill on the student's top shell and with a `pkill -KILL -u <uid>` loop that
+// stops when `pgrep -u <uid>` finds no live process. Reports the wall time of each and the
+// live processes each leaves behind.
+//
+// Needs root and cgroup v1 pids+freezer. Every cohort runs inside a pids cgroup created here
+// with pids.max set above the largest size and read back (a bounded limit, never the bare
+// host). Run: `pnpm --filter @karotte/proc-reaper build && node bench/proc-reaper/reap.mjs`
+// (sizes as arguments: `node bench/proc-reaper/reap.mjs 100 1000 5000`).
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { reap } from '../../packages/proc-reaper/dist/index.js';
+
+const require = createRequire(new URL('../../packages/proc-reaper/package.json', import.meta.url));
+const treeKill = require('tree-kill');
+
+const SIZES = process.argv.slice(2).length > 0 ? process.argv.slice(2).map(Number) : [100, 1000, 5000];
+const REPS = Number(process.env.KAROTTE_BENCH_REPS ?? 3);
+const PIDS_MAX = Math.max(...SIZES) + 600;
+const SETPRIV = '/usr/bin/setpriv';
+const PKILL = '/usr/bin/pkill';
+const PGREP = '/usr/bin/pgrep';
+const LIVE_STATES = 'R,S,D,T,t,W,P,I';
+
+if (process.geteuid() !== 0) {
+  console.error('the reaper benchmark needs root (real uids, cgroups)');
+  process.exit(2);
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Live (non-zombie) pids of uid from /proc by real uid. */
+function liveOf(uid) {
+  const out = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const status = fs.readFileSync(`/proc/${name}/status`, 'latin1');
+      if (/^Uid:\s+(\d+)/m.exec(status)?.[1] === String(uid) && /^State:\s+(\S)/m.exec(status)?.[1] !== 'Z') {
+        out.push(Number(name));
+      }
+    } catch {
+      // exited
+    }
+  }
+  return out;
+}
+
+// A cgroup v1 pids+freezer pair implementing KillableGroup (freeze, SIGKILL members, thaw).
+const name = `karotte-bench-reaper-${process.pid}`;
+const pidsDir = `/sys/fs/cgroup/pids/${name}`;
+const freezerDir = `/sys/fs/cgroup/freezer/${name}`;
+fs.mkdirSync(pidsDir);
+fs.mkdirSync(freezerDir);
+fs.writeFileSync(`${pidsDir}/pids.max`, String(PIDS_MAX));
+const readBack = fs.readFileSync(`${pidsDir}/pids.max`, 'utf8').trim();
+if (readBack !== String(PIDS_MAX)) throw new Error(`pids.max reads back ${readBack}`);
+const readIds = (file) => fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number);
+const group = {
+  name,
+  async pids() {
+    return [...new Set([...readIds(`${pidsDir}/cgroup.procs`), ...readIds(`${freezerDir}/cgroup.procs`)])];
+  },
+  async killAll() {
+    const state = `${freezerDir}/freezer.state`;
+    fs.writeFileSync(state, 'FROZEN');
+    const deadline = Date.now() + 5000;
+    while (fs.readFileSync(state, 'utf8').trim() !== 'FROZEN' && Date.now() < deadline) await sleep(2);
+    let signalled = 0;
+    for (const pid of await this.pids()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+        signalled += 1;
+      } catch {
+        // exited
+      }
+    }
+    fs.writeFileSync(state, 'THAWED');
+    return { mechanism: 'freeze-kill-thaw', signalled };
+  },
+};
+
+const COHORT = [
+  'n=$1; third=$((n / 3)); rest=$((n - 2 * third))',
+  'i=0; while [ $i -lt $third ]; do sleep 1000 & i=$((i + 1)); done',
+  'i=0; while [ $i -lt $third ]; do setsid -f sleep 1000; i=$((i + 1)); done',
+  'i=0; while [ $i -lt $rest ]; do ( sleep 1000 & ); i=$((i + 1)); done',
+  ': > "$2"',
+  'exec sleep 1000',
+].join('\n');
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-bench-reaper-'));
+fs.chmodSync(work, 0o777);
+let uidCounter = 0;
+
+async function startCohort(size) {
+  uidCounter += 1;
+  const uid = 3_910_000_000 + (process.pid % 100_000) * 100 + uidCounter;
+  const ready = path.join(work, `ready-${uid}`);
+  const launcher = spawn(
+    '/bin/sh',
+    [
+      '-c',
+      'echo $$ > "$1" && echo $$ > "$2" && shift 2 && exec "$@"',
+      'karotte-launch',
+      `${pidsDir}/cgroup.procs`,
+      `${freezerDir}/cgroup.procs`,
+      SETPRIV,
+      '--reuid',
+      String(uid),
+      '--regid',
+      String(uid),
+      '--clear-groups',
+      '--',
+      '/bin/bash',
+      '-c',
+      COHORT,
+      'karotte-cohort',
+      String(size),
+      ready,
+    ],
+    { stdio: 'ignore', detached: true, env: { PATH: '/usr/bin:/bin' } },
+  );
+  const deadline = Date.now() + 120_000;
+  while (!fs.existsSync(ready) || liveOf(uid).length < size + 1) {
+    if (Date.now() > deadline)
+      throw new Error(`cohort of ${size} did not start (${liveOf(uid).length} live)`);
+    await sleep(50);
+  }
+  return { uid, launcher };
+}
+
+/** Kill whatever is left and wait until the group holds nothing (zombies included). */
+async function cleanup(uid) {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    spawnSync(SETPRIV, [
+      '--reuid',
+      String(uid),
+      '--regid',
+      String(uid),
+      '--clear-groups',
+      '/bin/kill',
+      '-KILL',
+      '-1',
+    ]);
+    for (const pid of liveOf(uid)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // exited
+      }
+    }
+    const members = readIds(`${pidsDir}/cgroup.procs`).length;
+    if (members === 0 && liveOf(uid).length === 0) return;
+    if (Date.now() > deadline) throw new Error(`cohort of uid ${uid} did not go away`);
+    await sleep(100);
+  }
+}
+
+const METHODS = {
+  'karotte reap({ uid })': async ({ uid }) => {
+    const record = await reap({ uid });
+    return { confirmed: record.confirmedEmpty };
+  },
+  'karotte reap({ uid, group })': async ({ uid }) => {
+    const record = await reap({ uid, group });
+    return { confirmed: record.confirmedEmpty };
+  },
+  'pkill -KILL -u loop': async ({ uid }) => {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      spawnSync(PKILL, ['-KILL', '-u', String(uid)]);
+      if (spawnSync(PGREP, ['-u', String(uid), '-r', LIVE_STATES]).status === 1) return { confirmed: false };
+      if (Date.now() > deadline) return { confirmed: false };
+    }
+  },
+  'tree-kill(top shell)': async ({ launcher }) => {
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, 300_000);
+      treeKill(launcher.pid, 'SIGKILL', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return { confirmed: false };
+  },
+};
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const results = [];
+try {
+  for (const size of SIZES) {
+    const reps = size >= 5000 ? 1 : REPS;
+    for (const [method, run] of Object.entries(METHODS)) {
+      const times = [];
+      const survivors = [];
+      for (let rep = 0; rep < reps; rep += 1) {
+        const cohort = await startCohort(size);
+        const started = performance.now();
+        await run(cohort);
+        times.push(performance.now() - started);
+        await sleep(200); // let signalled processes finish dying before counting
+        survivors.push(liveOf(cohort.uid).length);
+        await cleanup(cohort.uid);
+      }
+      const row = { size, method, ms: median(times), survivors: Math.max(...survivors), reps };
+      results.push(row);
+      console.log(
+        `${String(size).padStart(5)}  ${method.padEnd(28)} ${row.ms.toFixed(0).padStart(7)} ms  survivors ${row.survivors}`,
+      );
+    }
+  }
+} finally {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    try {
+      fs.rmdirSync(pidsDir);
+      fs.rmdirSync(freezerDir);
+      break;
+    } catch {
+      await group.killAll().catch(() => undefined);
+      await sleep(200);
+    }
+  }
+  fs.rmSync(work, { recursive: true, force: true });
+}
+
+console.log('\n| cohort | method | time to kill and confirm | live survivors | vs reap({ uid }) |');
+console.log('|---:|---|---:|---:|---:|');
+for (const row of results) {
+  const ours = results.find((other) => other.size === row.size && other.method === 'karotte reap({ uid })');
+  const ratio = ours ? (row.ms / ours.ms).toFixed(2) : '';
+  console.log(`| ${row.size} | ${row.method} | ${row.ms.toFixed(0)} ms | ${row.survivors} | ${ratio}× |`);
+}

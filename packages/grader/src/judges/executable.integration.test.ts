@@ -201,6 +201,12 @@ describe('executable judge in its sandbox', () => {
     // Its own pid namespace: it sees only itself, never the harness.
     expect(seen['processes']).toBe(1);
     expect(seen['udpRoute']).toBe('ENETUNREACH');
+    // A fresh sysfs: no cgroup filesystem to write; no privileges to gain or keep.
+    expect(seen['cgroupEntries']).toBe(0);
+    expect(seen['noNewPrivs']).toBe('1');
+    expect(seen['capBnd']).toBe('0000000000000000');
+    expect(seen['groups']).toBe('');
+    expect(seen['coreLimit']).toBe('0 0');
     expect(seen['tcpLoopback']).toMatch(/ENETUNREACH|ECONNREFUSED/);
     expect(fs.readFileSync(path.join(submission.dir, 'archive.json'), 'utf8')).toContain('karotte-pwned');
     expectNothingLeft(report);
@@ -258,6 +264,26 @@ describe('executable judge in its sandbox', () => {
       expect(report).toMatchObject({ status: 'error', error: { code: 'UNTRUSTED_INTERPRETER' } });
     } finally {
       dir.cleanup();
+    }
+  });
+
+  it('refuses an interpreter the grader uid cannot reach: error UNTRUSTED_INTERPRETER', async () => {
+    const dir = fs.mkdtempSync('/var/lib/karotte/karotte-test-interp-');
+    try {
+      fs.chmodSync(dir, 0o700);
+      const copy = path.join(dir, 'node');
+      fs.copyFileSync(process.execPath, copy);
+      fs.chmodSync(copy, 0o755);
+      const report = await createExecutableJudge({
+        program: fixture('compare.mjs'),
+        interpreter: copy,
+      }).evaluate(context());
+      expect(report).toMatchObject({
+        status: 'error',
+        error: { code: 'UNTRUSTED_INTERPRETER', message: expect.stringContaining('not searchable') },
+      });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -15,7 +15,9 @@ describe('grader cgroup on a fake cgroup v2 tree', () => {
     fs.writeFileSync(path.join(root, 'harness', 'cgroup.controllers'), 'cpu memory pids\n');
     fs.writeFileSync(path.join(root, 'self-cgroup'), '0::/harness\n');
   });
-  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+  afterEach(() => {
+    fs.rmSync(root, { recursive: true, force: true });
+  });
 
   it('writes memory.max, memory.oom.group and pids.max, reads them back, kills with cgroup.kill', async () => {
     // A fake tree has no kernel behind it: mkdir creates no interface files, so the writes

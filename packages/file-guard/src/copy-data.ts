@@ -47,7 +47,10 @@ export interface CopiedData {
   readonly text: boolean;
   /** The first bytes (up to MAGIC_SAMPLE_BYTES), for magic-number detection. */
   readonly head: Buffer;
-  /** False when the source did not hold exactly `size` bytes (it changed while copied). */
+  /**
+   * False when the source held fewer than `size` bytes (it shrank while copied). Growth and
+   * rewrites are caught by the caller's fstat after the copy (size, mtime, ctime).
+   */
   readonly sizeMatched: boolean;
 }
 
@@ -79,11 +82,6 @@ function writeFullSync(fd: number, buffer: Buffer, position: number): void {
       throw new CopyIoError('destination', error);
     }
   }
-}
-
-/** One extra byte past `size`: a file that grew while copied. */
-function grewSync(fd: number, size: number, probe: Buffer): boolean {
-  return readFullSync(fd, probe, 1, size) > 0;
 }
 
 function read(fd: number, buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
@@ -149,7 +147,6 @@ export async function copyData(
 ): Promise<CopiedData> {
   const hash = createHash('sha256');
   const text = new TextCheck();
-  const probe = Buffer.allocUnsafe(1);
   let sparse = false;
   let head: Buffer;
   let sizeMatched = true;
@@ -164,7 +161,6 @@ export async function copyData(
     head = chunk.length > MAGIC_SAMPLE_BYTES ? chunk.subarray(0, MAGIC_SAMPLE_BYTES) : chunk;
     if (n > 0 && isZero(chunk, buffers.zero)) sparse = true;
     else if (n > 0) writeFullSync(destFd, chunk, 0);
-    if (sizeMatched && grewSync(srcFd, size, probe)) sizeMatched = false;
   } else {
     const chunks = Math.ceil(size / CHUNK_BYTES);
     const pendingWrites: (Settled<void> | undefined)[] = [undefined, undefined, undefined];
@@ -213,7 +209,6 @@ export async function copyData(
       }
     }
     if (failure !== undefined) throw failure instanceof Error ? failure : new CopyIoError('source', failure);
-    if (sizeMatched && grewSync(srcFd, size, probe)) sizeMatched = false;
   }
 
   if (sparse) {

@@ -54,6 +54,7 @@ const DEST_DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 /** A reopen through the magic link cannot carry O_NOFOLLOW (the link is the final component). */
 const REOPEN_FILE_FLAGS = FILE_FLAGS & ~O_NOFOLLOW;
 const PATH_MAX = 4096;
+const TEXT_TYPE = Object.freeze({ mime: 'text/plain', ext: null, text: true });
 
 /** Errors at the destination the student can provoke (a huge or deep submission, a full quota). */
 const STUDENT_DEST_ERRNOS: ReadonlySet<string> = new Set([
@@ -101,6 +102,11 @@ interface Context {
   readonly buffers: CopyBuffers;
   readonly scheduler: Scheduler;
   readonly deadline: number;
+  /**
+   * The umask removes owner bits: fchmod every copy to exactly 0600/0700. (A umask can only
+   * remove bits, so the copies are root-only either way; the usual 022 needs no fchmod.)
+   */
+  readonly fixModes: boolean;
   readonly entries: CustodyEntry[];
   readonly totals: { files: number; directories: number; symlinks: number; entries: number; bytes: number };
 }
@@ -233,6 +239,7 @@ export async function takeCustody(
       buffers: createCopyBuffers(),
       scheduler,
       deadline: started + parsed.timeoutMs,
+      fixModes: (currentUmask() & 0o700) !== 0,
       entries,
       totals: ctxTotals,
     };
@@ -273,6 +280,17 @@ export async function takeCustody(
     closeQuietly(destFd);
     if (created !== undefined) removeDestination(created);
   }
+}
+
+/** The process umask from /proc/self/status (process.umask() would write it, racing threads). */
+function currentUmask(): number {
+  try {
+    const match = /^Umask:\s*([0-7]+)/m.exec(fs.readFileSync('/proc/self/status', 'latin1'));
+    if (match !== null) return Number.parseInt(match[1]!, 8);
+  } catch {
+    // fall through
+  }
+  return 0o777; // unknown: fix every mode explicitly
 }
 
 function rawOf(entry: CustodyEntry): Buffer {
@@ -655,10 +673,12 @@ async function copyFile(
     throw destinationFailure(error, rel);
   }
   try {
-    try {
-      fs.fchmodSync(destFd, 0o600);
-    } catch (error) {
-      throw destinationFailure(error, rel);
+    if (ctx.fixModes) {
+      try {
+        fs.fchmodSync(destFd, 0o600);
+      } catch (error) {
+        throw destinationFailure(error, rel);
+      }
     }
     let copied: CopiedData;
     try {
@@ -687,7 +707,10 @@ async function copyFile(
     ) {
       throw refuse('CHANGED_DURING_COPY', rel, 'changed while it was copied');
     }
-    const type = await detectType(copied.head, copied.text);
+    // Magic-number typing runs for every file that is not text, and for every file under a
+    // type rule; text without a rule is typed by content alone (text/plain).
+    const type =
+      walk.source.type !== undefined || !copied.text ? await detectType(copied.head, copied.text) : TEXT_TYPE;
     const violation = policyViolation(walk.source.type, type);
     if (violation !== undefined) throw refuse('WRONG_FILE_TYPE', rel, violation);
     ctx.totals.files += 1;
@@ -734,7 +757,7 @@ async function copyDirectory(
   let destFd: number;
   try {
     destFd = openAt(destParentFd, name, DEST_DIR_FLAGS);
-    fs.fchmodSync(destFd, 0o700);
+    if (ctx.fixModes) fs.fchmodSync(destFd, 0o700);
   } catch (error) {
     throw destinationFailure(error, rel);
   }

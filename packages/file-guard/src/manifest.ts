@@ -20,7 +20,10 @@ export const custodyEntrySchema = z
       .optional(),
     /** The copy keeps holes (at least one all-zero 1 MiB chunk was skipped). */
     sparse: z.boolean().optional(),
-    /** Detected type (files). */
+    /**
+     * Detected type (files): by magic number (file-type) for every file that is not text and
+     * for every file under a task's type rule; text without a rule is `text/plain`.
+     */
     type: z.object({ mime: z.string(), ext: z.string().nullable(), text: z.boolean() }).strict().optional(),
     /** Link text, escaped (symbolic links, only when a task allows them). */
     linkTarget: z.string().optional(),

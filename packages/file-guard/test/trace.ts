@@ -34,15 +34,24 @@ export function traceFs(canary: string): Trace {
       ...rest: unknown[]
     ) => {
       const n = (realReadSync as (...a: unknown[]) => number)(fd, buffer, ...rest);
-      if (Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength).includes(needle)) seen = true;
+      // Only the bytes this read produced (the rest of a reused buffer is stale memory).
+      const offset = typeof rest[0] === 'number' ? rest[0] : 0;
+      if (Buffer.from(buffer.buffer, buffer.byteOffset + offset, n).includes(needle)) seen = true;
       return n;
     }) as typeof fs.readSync),
     vi.spyOn(fs, 'read').mockImplementation(((...args: unknown[]) => {
       const callback = args[args.length - 1] as (error: unknown, bytesRead: number, buffer: Buffer) => void;
+      const offset = typeof args[2] === 'number' ? args[2] : 0;
       const forwarded = [
         ...args.slice(0, -1),
         (error: unknown, bytesRead: number, buffer: Buffer) => {
-          if (!error && Buffer.isBuffer(buffer) && buffer.includes(needle)) seen = true;
+          if (
+            !error &&
+            Buffer.isBuffer(buffer) &&
+            buffer.subarray(offset, offset + bytesRead).includes(needle)
+          ) {
+            seen = true;
+          }
           callback(error, bytesRead, buffer);
         },
       ];

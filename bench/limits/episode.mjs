@@ -33,10 +33,10 @@ if (process.geteuid() !== 0) {
   process.exit(1);
 }
 
+// As by default: records of groups on a tmpfs (/run), images on disk (the OS temp dir here).
 const base = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-bench-limits-'));
-const stateDir = path.join(base, 'state');
+const stateDir = fs.mkdtempSync('/run/karotte-bench-limits-');
 const imageDir = path.join(base, 'images');
-fs.mkdirSync(stateDir, { mode: 0o700 });
 fs.mkdirSync(imageDir, { mode: 0o711 });
 
 function median(values) {
@@ -49,14 +49,20 @@ function run(file, args) {
   if (result.status !== 0) throw new Error(`${file} ${args.join(' ')}: ${result.stderr}`);
 }
 
-/** Time `setup` and `teardown` separately, `RUNS` times; return medians in ms. */
-async function measure(setup, teardown) {
+/**
+ * Time `setup` and `teardown` separately, `RUNS` times; medians in ms. `idle` runs untimed
+ * before each (the pool refilling while the episode would be running: an episode's own work
+ * takes far longer than one refill).
+ */
+async function measure(setup, teardown, idle = async () => {}) {
   const ups = [];
   const downs = [];
   for (let i = 0; i < RUNS; i += 1) {
+    await idle();
     let started = performance.now();
     const value = await setup(i);
     ups.push(performance.now() - started);
+    await idle();
     started = performance.now();
     await teardown(value);
     downs.push(performance.now() - started);
@@ -67,7 +73,8 @@ async function measure(setup, teardown) {
 const detection = detectCgroups();
 if (detection.hierarchy === null) throw new Error(`no cgroups: ${detection.reasons.join('; ')}`);
 const h = detection.hierarchy;
-const parents = h.version === 2 ? [h.base] : [...new Set([h.memory, h.pids, h.freezer, h.cpu].filter(Boolean))];
+const parents =
+  h.version === 2 ? [h.base] : [...new Set([h.memory, h.pids, h.freezer, h.cpu].filter(Boolean))];
 
 const rows = [];
 let pool;
@@ -96,7 +103,13 @@ try {
 
   // Ours.
   const group = await measure(
-    (i) => createGroup({ stateDir, name: `karotte-bench-${process.pid}-${i}`, memoryBytes: 512 * MiB, eventPollMs: 0 }),
+    (i) =>
+      createGroup({
+        stateDir,
+        name: `karotte-bench-${process.pid}-${i}`,
+        memoryBytes: 512 * MiB,
+        eventPollMs: 0,
+      }),
     (created) => created.remove(),
   );
   const cold = await measure(
@@ -105,41 +118,53 @@ try {
   );
   pool = createQuotaPool({ imageDir, ...QUOTA, size: 2 });
   const pooled = await measure(
-    async () => {
-      await pool.filled();
-      return pool.acquire({ ownerUid: UID, pollMs: 0 });
-    },
+    () => pool.acquire({ ownerUid: UID, pollMs: 0 }),
     (quota) => quota.remove(),
+    () => pool.filled(),
   );
   const episode = await measure(
-    async (i) => {
-      await pool.filled();
-      return createEpisodeLimits({
-        group: { stateDir, name: `karotte-bench-ep-${process.pid}-${i}`, memoryBytes: 512 * MiB, eventPollMs: 0 },
+    (i) =>
+      createEpisodeLimits({
+        group: {
+          stateDir,
+          name: `karotte-bench-ep-${process.pid}-${i}`,
+          memoryBytes: 512 * MiB,
+          eventPollMs: 0,
+        },
         quota: { ownerUid: UID, pollMs: 0 },
         quotaPool: pool,
-      });
-    },
+      }),
     (limits) => limits.remove(),
+    () => pool.filled(),
   );
   const floorEpisode = {
     setup: bareCgroup.setup + bareMount.setup,
     teardown: bareCgroup.teardown + bareMount.teardown,
     total: bareCgroup.total + bareMount.total,
   };
-  rows.push(['group (v' + h.version + ', ' + parents.length + ' hierarchies)', group, 'mkdir+rmdir', bareCgroup]);
+  rows.push([
+    'group (v' + h.version + ', ' + parents.length + ' hierarchies)',
+    group,
+    'mkdir+rmdir',
+    bareCgroup,
+  ]);
   rows.push(['quota cold (fallocate+mkfs+loop+mount)', cold, 'mount+umount', bareMount]);
   rows.push(['quota from pool', pooled, 'mount+umount', bareMount]);
   rows.push(['episode (group + pooled quota)', episode, 'both floors', floorEpisode]);
 } finally {
   if (pool) await pool.close();
   fs.rmSync(base, { recursive: true, force: true });
+  fs.rmSync(stateDir, { recursive: true, force: true });
 }
 
 const f = (ms) => ms.toFixed(2).padStart(7);
-console.log(`@karotte/limits episode setup/teardown, median of ${RUNS} runs, ms (quota ${QUOTA.bytes / MiB} MiB, ${QUOTA.inodes} inodes)`);
+console.log(
+  `@karotte/limits episode setup/teardown, median of ${RUNS} runs, ms (quota ${QUOTA.bytes / MiB} MiB, ${QUOTA.inodes} inodes)`,
+);
 console.log('');
-console.log(`${'what'.padEnd(42)} ${'setup'.padStart(7)} ${'teardn'.padStart(7)} ${'total'.padStart(7)} | ${'floor'.padEnd(12)} ${'setup'.padStart(7)} ${'teardn'.padStart(7)} ${'total'.padStart(7)} | ratio`);
+console.log(
+  `${'what'.padEnd(42)} ${'setup'.padStart(7)} ${'teardn'.padStart(7)} ${'total'.padStart(7)} | ${'floor'.padEnd(12)} ${'setup'.padStart(7)} ${'teardn'.padStart(7)} ${'total'.padStart(7)} | ratio`,
+);
 for (const [name, ours, floorName, floor] of rows) {
   console.log(
     `${name.padEnd(42)} ${f(ours.setup)} ${f(ours.teardown)} ${f(ours.total)} | ${floorName.padEnd(12)} ${f(floor.setup)} ${f(floor.teardown)} ${f(floor.total)} | ${(ours.total / floor.total).toFixed(2)}x`,

@@ -596,7 +596,11 @@ class PreparedPool implements QuotaPool {
     const parsed = parseOptions(quotaAcquireOptionsSchema, options, 'quota acquire options');
     const taken = this.ready.shift();
     this.lastError = undefined;
-    this.refill();
+    // Refill after this acquire returns: preparing starts with a synchronous, durable record
+    // write that the caller should not wait for.
+    setImmediate(() => {
+      this.refill();
+    });
     const prepared =
       taken ??
       (await prepareImage(

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { killUid, pidsOfUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
 import { collectAndGrade } from './collect.js';
+import { createDefaultCollector } from './default-collector.js';
 import { createExecutableJudge } from './judges/executable.js';
 import { verdictSchema } from './verdict.js';
 
@@ -141,6 +142,25 @@ describe('collectAndGrade (reap → reclaim → custody → judge)', () => {
       judge: null,
       misbehavior: [{ code: 'SYMLINK' }],
     });
+  });
+
+  it('a directory submission with an inner link (allowed by the task) reaches the grader as a link', async () => {
+    asStudent('mkdir out && echo result > out/a.txt && ln -s a.txt out/b');
+    const verdict = await collectAndGrade({
+      student: { uid, workDir: work.dir },
+      submission: ['out'],
+      judge: createExecutableJudge({ program: path.join(FIXTURES, 'read-tree.mjs'), timeoutMs: 20_000 }),
+      collector: createDefaultCollector({ custody: { allowSymlinks: true } }),
+    });
+    expect(verdict).toMatchObject({
+      status: 'passed',
+      judge: { metadata: { 'out/a.txt': 'result', 'out/b': 'link:result' } },
+    });
+    expect(verdict.custody?.entries.map((e) => [e.path, e.type])).toEqual([
+      ['out', 'directory'],
+      ['out/a.txt', 'file'],
+      ['out/b', 'symlink'],
+    ]);
   });
 
   it('a FIFO answer is misbehavior and never hangs: NOT_REGULAR_FILE', async () => {

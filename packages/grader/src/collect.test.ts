@@ -158,6 +158,15 @@ describe('collectAndGrade order and verdict rules', () => {
     expect(verdict).toMatchObject({ status: 'failed', score: 0, misbehavior: [{ code: 'PIDS_LIMIT' }] });
   });
 
+  it('an answer-only task (no declared paths) skips custody and judges with no submission directory', async () => {
+    const collector = scripted();
+    const { judge, seen } = judgeSpy();
+    const verdict = await collectAndGrade({ student, submission: [], judge, collector, finalAnswer: '42' });
+    expect(collector.calls).toEqual(['reap', 'reclaim']);
+    expect(seen).toEqual([null]);
+    expect(verdict).toMatchObject({ status: 'passed', custody: null });
+  });
+
   it('keeps the custody copy when asked', async () => {
     const collector = scripted();
     await collectAndGrade({

@@ -438,7 +438,20 @@ export async function collectAndGrade(options: CollectAndGradeOptions): Promise<
   if (abortSignal.aborted)
     return buildVerdict({ ...base, misbehavior, reap, reclaim, timings, fault: abortedFault('reclaim') });
 
-  // 3. Custody.
+  // 3. Custody (nothing declared: an answer-only task; judges see no submission directory).
+  if (o.submission.length === 0) {
+    if (misbehavior.length > 0) return buildVerdict({ ...base, misbehavior, reap, reclaim, timings });
+    const judgeStarted = performance.now();
+    const judge = await evaluateJudge(o.judge, {
+      submissionDir: null,
+      hiddenDir: o.hiddenDir,
+      finalAnswer: o.finalAnswer,
+      abortSignal,
+      path: o.judge.name,
+    });
+    timings.judgeMs = elapsed(judgeStarted);
+    return buildVerdict({ ...base, misbehavior, reap, reclaim, judge, timings });
+  }
   let custody: CollectorCustody;
   const custodyStarted = performance.now();
   try {

@@ -1,4 +1,4 @@
-import { escapeForDisplay, KarotteError } from '@karotte/base';
+import { escapeForDisplay, isErrno, KarotteError, toSystemError } from '@karotte/base';
 import { GraderError } from './errors.js';
 import type { JsonValue } from './json.js';
 import type {
@@ -133,6 +133,8 @@ export function errorReport(base: ReportBase, fault: { code: string; message: st
 /** Turn an unexpected exception into a host fault: Karotte errors keep their code. */
 export function faultFromError(error: unknown): { code: string; message: string } {
   if (KarotteError.isInstance(error)) return { code: error.code, message: error.message };
+  // An errno error from the host (ENOSPC outside the student's quota, EIO, EMFILE).
+  if (isErrno(error)) return { code: 'SYSTEM_ERROR', message: toSystemError(error, 'host fault').message };
   const message = error instanceof Error ? error.message : String(error);
   return { code: 'INTERNAL', message };
 }

@@ -1,5 +1,16 @@
 import { constants } from 'node:fs';
-import { chmod, chown, copyFile, lstat, mkdir, readdir, stat } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  copyFile,
+  lchown,
+  lstat,
+  mkdir,
+  readdir,
+  readlink,
+  stat,
+  symlink,
+} from 'node:fs/promises';
 import path from 'node:path';
 
 export interface CopyTreeOptions {
@@ -19,8 +30,8 @@ export type CopyTreeResult = { ok: true; entries: number; bytes: number } | { ok
 
 /**
  * Copy a trusted, root-owned tree (a custody directory, hidden data) into the grader's private
- * directory, never following a link: entries are lstat'ed, only regular files and directories
- * are copied, anything else is refused. Copies are created exclusively (COPYFILE_EXCL, mkdir)
+ * directory, never following a link: entries are lstat'ed; regular files and directories are
+ * copied, symbolic links are recreated as links (never followed), anything else is refused. Copies are created exclusively (COPYFILE_EXCL, mkdir)
  * in a destination only root can write, then given the grader's group so it can read them but
  * not change them.
  */
@@ -49,8 +60,13 @@ export async function copyTree(
         await chown(dst, options.uid, options.gid);
         await chmod(dst, options.fileMode);
         bytes += stats.size;
+      } else if (stats.isSymbolicLink()) {
+        // Custody recreates inner links only when a task allows them. The copy keeps the link
+        // text and never follows it: the grader resolves it as its own unprivileged uid.
+        await symlink(await readlink(src), dst);
+        await lchown(dst, options.uid, options.gid);
       } else {
-        return `${src} is not a regular file or directory`;
+        return `${src} is not a regular file, directory or symbolic link`;
       }
     }
     await chown(to, options.uid, options.gid);

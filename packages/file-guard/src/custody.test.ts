@@ -56,6 +56,17 @@ describe('takeCustody budgets (unit)', () => {
     ]);
   });
 
+  it('a custody past timeoutMs is a host fault, and leaves nothing behind', async () => {
+    const { root, out } = dirs();
+    // 2,000 files cannot be copied in 1 ms: a checkpoint between files sees the deadline.
+    for (let i = 0; i < 2000; i += 1) fs.writeFileSync(path.join(root, `f${i}`), 'x');
+    const names = Array.from({ length: 2000 }, (_, i) => `f${i}`);
+    await expect(takeCustody(names, { root, destinationParent: out, timeoutMs: 1 })).rejects.toMatchObject({
+      code: 'TIMED_OUT',
+    });
+    expect(fs.readdirSync(out)).toEqual([]);
+  });
+
   it('rejects caller mistakes before touching anything', async () => {
     const { root, out } = dirs();
     await expect(takeCustody(['../escape'], { root, destinationParent: out })).rejects.toBeInstanceOf(

@@ -70,6 +70,24 @@ describe('reclaim (real uid, real files)', () => {
     expect(result.removed).toBe(9);
   });
 
+  it('sweeps a directory of 70,000 entries in bounded batches', async () => {
+    const { work, uid } = setup();
+    const wide = path.join(work, 'wide');
+    asStudent(uid, `fs.mkdirSync(args[0])`, [wide]);
+    run('/usr/bin/mount', ['-t', 'tmpfs', '-o', 'size=64m,nr_inodes=100000', 'karotte-reclaim-wide', wide]);
+    cleanups.push(() => {
+      run('/usr/bin/umount', ['-l', wide]);
+    });
+    fs.chownSync(wide, uid, uid);
+    asStudent(uid, `for (let i = 0; i < 70000; i++) fs.closeSync(fs.openSync(args[0] + '/f' + i, 'w'));`, [
+      wide,
+    ]);
+    const result = await reclaim(uid, { roots: [wide] });
+    expect(result.failed).toEqual([]);
+    expect(result.removed).toBe(70_000);
+    expect(fs.readdirSync(wide)).toEqual([]);
+  });
+
   it('keeps excluded subtrees and the directories leading to them', async () => {
     const { work, uid } = setup();
     asStudent(

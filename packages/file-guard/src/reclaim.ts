@@ -76,6 +76,12 @@ const VIRTUAL_FS_TYPES: ReadonlySet<number> = new Set([
 
 /** How many directory descriptors stay open along the current path before older ones are closed. */
 const FD_WINDOW = 64;
+/**
+ * Names listed per directory at a time: a directory with millions of entries costs bounded
+ * memory. After a batch the directory is listed again (removed names are gone), as long as
+ * the previous batch removed something.
+ */
+const LIST_BATCH = 65_536;
 const MAX_SKIPPED_REPORTED = 100;
 
 interface Frame {
@@ -86,8 +92,13 @@ interface Frame {
   readonly path: Buffer;
   /** Name in the parent (undefined for a root). */
   readonly name: Buffer | undefined;
-  readonly entries: DirEntry[];
+  /** The current batch of names (at most LIST_BATCH). */
+  entries: DirEntry[];
   index: number;
+  /** The directory had more names than this batch: list it again once the batch is done. */
+  more: boolean;
+  /** Entries removed since this batch was listed (a re-list without progress stops). */
+  removedInBatch: number;
   /** Remove this directory once emptied. */
   readonly removable: boolean;
 }
@@ -192,6 +203,7 @@ export async function reclaim(uid: number, options: ReclaimOptions): Promise<Rec
         );
       }
       const rootStats = fs.fstatSync(opened.fd, { bigint: true });
+      const rootListing = readDirAt(opened.fd, LIST_BATCH);
       stack.push({
         fd: opened.fd,
         dev: rootStats.dev,
@@ -199,8 +211,10 @@ export async function reclaim(uid: number, options: ReclaimOptions): Promise<Rec
         mntId: mountIdOf(opened.fd),
         path: rootBytes,
         name: undefined,
-        entries: readDirAt(opened.fd, Number.POSITIVE_INFINITY).entries,
+        entries: rootListing.entries.slice(0, LIST_BATCH),
         index: 0,
+        more: rootListing.overflow,
+        removedInBatch: 0,
         removable: false,
       });
 
@@ -211,6 +225,25 @@ export async function reclaim(uid: number, options: ReclaimOptions): Promise<Rec
         }
         await scheduler.maybeYield();
         const top = stack[stack.length - 1]!;
+        if (top.index >= top.entries.length && top.more && top.removedInBatch > 0) {
+          try {
+            const listing = readDirAt(top.fd, LIST_BATCH);
+            top.entries = listing.entries.slice(0, LIST_BATCH);
+            top.more = listing.overflow;
+          } catch (error) {
+            fail(top.path, errnoOf(error) ?? 'readdir failed');
+            top.entries = [];
+            top.more = false;
+          }
+          top.index = 0;
+          top.removedInBatch = 0;
+          continue;
+        }
+        if (top.index >= top.entries.length && top.more) {
+          // A full batch of names none of which could be removed: the rest is out of reach.
+          fail(top.path, `more than ${LIST_BATCH} entries not removable; the rest was not swept`);
+          top.more = false;
+        }
         if (top.index >= top.entries.length) {
           // Done with this directory: make sure the parent's descriptor is open (climbing
           // through `..` and re-verifying it when the window closed it), then remove it.
@@ -227,6 +260,7 @@ export async function reclaim(uid: number, options: ReclaimOptions): Promise<Rec
             try {
               rmdirAt(parent.fd, top.name);
               removed += 1;
+              parent.removedInBatch += 1;
             } catch (error) {
               const errno = errnoOf(error);
               if (errno === 'ENOTEMPTY' || errno === 'EEXIST') keptNonEmpty += 1;
@@ -258,6 +292,7 @@ export async function reclaim(uid: number, options: ReclaimOptions): Promise<Rec
           try {
             unlinkAt(top.fd, entry.name);
             removed += 1;
+            top.removedInBatch += 1;
           } catch (error) {
             const errno = errnoOf(error);
             if (errno === 'EROFS') skipMount(childPath);
@@ -294,9 +329,9 @@ export async function reclaim(uid: number, options: ReclaimOptions): Promise<Rec
             continue;
           }
         }
-        let entries: DirEntry[];
+        let listing: { entries: DirEntry[]; overflow: boolean };
         try {
-          entries = readDirAt(childFd, Number.POSITIVE_INFINITY).entries;
+          listing = readDirAt(childFd, LIST_BATCH);
         } catch (error) {
           closeQuietly(childFd);
           fail(childPath, errnoOf(error) ?? 'readdir failed');
@@ -309,8 +344,10 @@ export async function reclaim(uid: number, options: ReclaimOptions): Promise<Rec
           mntId: childMnt,
           path: childPath,
           name: entry.name,
-          entries,
+          entries: listing.entries.slice(0, LIST_BATCH),
           index: 0,
+          more: listing.overflow,
+          removedInBatch: 0,
           removable: owned && !isMountPoint && !leadsToExclude(childPath),
         });
         // Keep at most FD_WINDOW descriptors open along the path.

@@ -1,4 +1,5 @@
 import type { Io } from './main.js';
+import { checkCommand } from './commands/check.js';
 import { demoCommand } from './commands/demo.js';
 import { redteamCommand } from './commands/redteam.js';
 import { runCommand } from './commands/run.js';
@@ -20,6 +21,7 @@ export interface Command {
 /** The commands of the contract (../../shared/contract.md). */
 export const commands: Readonly<Record<string, Command>> = Object.freeze({
   run: runCommand,
+  check: checkCommand,
   validate: validateCommand,
   demo: demoCommand,
   redteam: redteamCommand,

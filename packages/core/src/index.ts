@@ -35,3 +35,5 @@ export type { EpisodeOptions, EpisodeResult, StepOutcome, WorldSpec, WorldFactor
 export type { StudentWorld, ShellOutcome } from './world.js';
 export { createSandboxWorld, toLimitHit } from './sandbox-world.js';
 export type { SandboxWorldOptions } from './sandbox-world.js';
+export { checkHost } from '@karotte/sandbox';
+export type { HostCheck, DefenseReport } from '@karotte/sandbox';

@@ -103,6 +103,31 @@ describe('cgroup groups on this host', () => {
     for (const dir of first.dirs) expect(fs.existsSync(dir)).toBe(true);
   });
 
+  it('v1: fails closed when a write does not take, and removes what it created in every hierarchy', async () => {
+    if (hierarchy?.version !== 1) {
+      // A v2 host runs the same check in cgroup-v2.test.ts; nothing v1-specific to test here.
+      expect(hierarchy?.version).toBe(2);
+      return;
+    }
+    // The cpu "hierarchy" is a plain directory: mkdir works, but it has no cpu.shares, so the
+    // write fails after the real memory, pids and freezer groups were made and limited.
+    const fake = tempDir('limits-fakecpu');
+    cleanups.push(fake.cleanup);
+    const name = uniqueName();
+    const error = await createGroup({
+      stateDir,
+      name,
+      memoryBytes: 64 * MiB,
+      cpuWeight: 200,
+      hierarchy: { ...hierarchy, cpu: fake.dir },
+    }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ code: 'LIMIT_NOT_APPLIED', path: path.join(fake.dir, name, 'cpu.shares') });
+    for (const base of [hierarchy.memory, hierarchy.pids, hierarchy.freezer, fake.dir]) {
+      expect(fs.existsSync(path.join(base, name))).toBe(false);
+    }
+    expect(fs.readdirSync(path.join(stateDir, 'groups'))).toEqual([]);
+  });
+
   it('starts a process inside the group through the launch prefix, with oom_score_adj and rlimits', async () => {
     const created = await group({ name: uniqueName(), memoryBytes: 64 * MiB, pidsMax: 64 });
     const uid = testUid();

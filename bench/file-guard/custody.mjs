@@ -2,7 +2,7 @@
 // (c) a 1 GiB tree. Custody runs with every check on (O_NOFOLLOW walk, fstat, realpath,
 // budgets, SHA-256, text check, magic-number typing, sparse detection).
 //
-//   pnpm --filter @karotte/file-guard build && node bench/file-guard/custody.mjs [--runs 5]
+//   pnpm --filter @karotte/file-guard build && node bench/file-guard/custody.mjs [--runs 5] [--dir /tmp]
 //
 // Data lives in a fresh karotte-bench-file-guard-* directory under the OS temp dir and is
 // deleted at the end, also on failure.
@@ -13,12 +13,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { takeCustody } from '../../packages/file-guard/dist/index.js';
 
-const runsArg = process.argv.indexOf('--runs');
-const RUNS = runsArg === -1 ? 5 : Number(process.argv[runsArg + 1]);
+const argValue = (flag, fallback) => {
+  const index = process.argv.indexOf(flag);
+  return index === -1 ? fallback : process.argv[index + 1];
+};
+const RUNS = Number(argValue('--runs', '5'));
+// --dir puts the data elsewhere (e.g. a tmpfs, to take the disk out of the comparison).
+const PARENT = argValue('--dir', os.tmpdir());
 const MiB = 1024 * 1024;
 const CP = ['/usr/bin/cp', '/bin/cp'].find((candidate) => fs.existsSync(candidate));
 
-const base = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-bench-file-guard-'));
+const base = fs.mkdtempSync(path.join(PARENT, 'karotte-bench-file-guard-'));
 const root = path.join(base, 'root');
 const out = path.join(base, 'out');
 fs.mkdirSync(root);
@@ -98,7 +103,8 @@ const cases = [
       for (let d = 0; d < 100; d += 1) {
         const dir = path.join(root, 'small', `d${d}`);
         fs.mkdirSync(dir, { recursive: true });
-        for (let f = 0; f < 100; f += 1) randomFile(path.join(dir, `f${f}.txt`), 512 + ((d * 100 + f) % 8) * 512);
+        for (let f = 0; f < 100; f += 1)
+          randomFile(path.join(dir, `f${f}.txt`), 512 + ((d * 100 + f) % 8) * 512);
       }
     },
   },
@@ -148,7 +154,12 @@ try {
     fs.rmSync(path.join(root, c.source), { recursive: true, force: true });
   }
   console.table(rows);
-  console.log(`node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), runs=${RUNS}, medians`);
+  console.log(
+    `node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), data in ${PARENT}, runs=${RUNS}, medians, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
 } finally {
   fs.rmSync(base, { recursive: true, force: true });
 }

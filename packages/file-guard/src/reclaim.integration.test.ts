@@ -146,6 +146,21 @@ describe('reclaim (real uid, real files)', () => {
     expect(fs.statSync(mnt).isDirectory()).toBe(true);
   });
 
+  it('detects a bind mount of the same filesystem by its mount id', async () => {
+    const { work, precious, uid } = setup();
+    const bind = path.join(work, 'bind');
+    asStudent(uid, `fs.mkdirSync(args[0])`, [bind]);
+    run('/usr/bin/mount', ['--bind', precious, bind]);
+    cleanups.push(() => {
+      run('/usr/bin/umount', ['-l', bind]);
+    });
+    // Same st_dev as its parent: only the mount id tells it is a mount point.
+    expect(fs.statSync(bind).dev).toBe(fs.statSync(work).dev);
+    const result = await reclaim(uid, { roots: [work] });
+    expect(result.skippedMounts).toEqual([bind]);
+    expect(fs.readFileSync(path.join(precious, 'theirs'), 'utf8')).toBe('student file outside the roots');
+  });
+
   it('never enters virtual filesystems even when crossing mounts', async () => {
     const { work, uid } = setup();
     const procDir = path.join(work, 'proc');

@@ -252,6 +252,47 @@ describe('cgroup groups on this host', () => {
     expect(events.find((event) => event.limit === 'memory')?.kind).toBe('oom_kill');
   });
 
+  it('stops SysV shared memory at the limit (shm pages are charged to the group)', async () => {
+    const created = await group({ name: uniqueName(), memoryBytes: 96 * MiB, pidsMax: 64 });
+    expect(
+      Number(
+        readCgroupFile(created, created.backend === 'cgroup-v1' ? 'memory.limit_in_bytes' : 'memory.max'),
+      ),
+    ).toBe(96 * MiB);
+    const uid = testUid();
+    cleanups.push(() => killUid(uid));
+    // Segments outlive their creator: remove whatever this uid created, by id, as root.
+    cleanups.push(() => {
+      const table = fs.readFileSync('/proc/sysvipc/shm', 'utf8').trim().split('\n');
+      const header = table[0]!.trim().split(/\s+/);
+      for (const line of table.slice(1)) {
+        const fields = line.trim().split(/\s+/);
+        if (Number(fields[header.indexOf('cuid')]) === uid) {
+          execFileSync('/usr/bin/perl', [
+            '-e',
+            `shmctl(${fields[header.indexOf('shmid')]}, 0, 0) or die "$!"`,
+          ]);
+        }
+      }
+    });
+    // perl's builtins: a 256 MiB segment, every page touched.
+    const run = await runBounded(
+      [
+        ...created.launchPrefix(),
+        ...asUid(uid, [
+          '/usr/bin/perl',
+          '-e',
+          'my $n = 256 << 20; my $id = shmget(0, $n, 0o1600) // die "shmget $!"; for (my $o = 0; $o < $n; $o += 1 << 20) { shmwrite($id, "x" x (1 << 20), $o, 1 << 20) or die "shmwrite $!" } print "done"',
+        ]),
+      ],
+      60_000,
+    );
+    expect(run.stdout).not.toContain('done');
+    expect(run.signal).toBe('SIGKILL');
+    const events = await created.events();
+    expect(events.find((event) => event.limit === 'memory')?.kind).toBe('oom_kill');
+  });
+
   it('stops a fork bomb at pids.max, the harness can still start processes, and reports it', async () => {
     const created = await group({ name: uniqueName(), memoryBytes: 256 * MiB, pidsMax: 64 });
     expect(readCgroupFile(created, 'pids.max')).toBe('64');

@@ -790,6 +790,7 @@ async function copyDirectory(
       );
     }
     for (const child of children) {
+      await ctx.scheduler.maybeYield();
       const childRel = childPath(rel, child.name);
       checkName(ctx, child.name, childRel);
       await copyChild(ctx, walk, dirFd, destFd, child.name, child.type, childRel, depth + 1);

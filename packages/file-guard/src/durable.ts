@@ -25,7 +25,9 @@ async function createParents(dir: string): Promise<void> {
   let current = dir;
   for (;;) {
     try {
-      const stats = await fsp.lstat(current);
+      // The harness's own path: a parent may be a link (/var/run -> /run); only the file
+      // itself is never followed.
+      const stats = await fsp.stat(current);
       if (!stats.isDirectory()) {
         throw new BadArgumentError(`${current} exists and is not a directory`, { field: 'path' });
       }

@@ -403,7 +403,11 @@ class CgroupLimitGroup implements LimitGroup {
   }
 
   remove(): Promise<GroupRemoval> {
-    this.removal ??= this.doRemove();
+    // A failed removal can be retried: forget it, so the next call tries again.
+    this.removal ??= this.doRemove().catch((error: unknown) => {
+      this.removal = null;
+      throw error;
+    });
     return this.removal;
   }
 

@@ -483,7 +483,11 @@ class LoopQuota implements Quota {
   }
 
   remove(): Promise<QuotaRemoval> {
-    this.removal ??= this.doRemove();
+    // A failed removal can be retried: forget it, so the next call tries again.
+    this.removal ??= this.doRemove().catch((error: unknown) => {
+      this.removal = null;
+      throw error;
+    });
     return this.removal;
   }
 

@@ -17,6 +17,8 @@ export type {
 } from './collect.js';
 export { createDefaultCollector } from './default-collector.js';
 export type { DefaultCollectorOptions } from './default-collector.js';
+export { recoverGraderLeftovers, recoverGraderLeftoversOptionsSchema } from './recover.js';
+export type { RecoverGraderLeftoversOptions, RecoveredGrader, GraderRecoveryReport } from './recover.js';
 export { evaluateJudge } from './judge.js';
 export type { Judge, JudgeContext } from './judge.js';
 export { createExecutableJudge, executableJudgeOptionsSchema } from './judges/executable.js';

@@ -198,8 +198,8 @@ describe('executable judge in its sandbox', () => {
     expect(seen['readShadow']).toBe('EACCES');
     expect(seen['writeSubmission']).toMatch(/EROFS|EACCES/);
     expect(seen['writeHidden']).toMatch(/EROFS|EACCES/);
-    // Its own pid namespace: it sees only itself, never the harness.
-    expect(seen['processes']).toBe(1);
+    // Its own pid namespace: it sees only its root init and itself, never the harness.
+    expect(seen['processes']).toBe(2);
     expect(seen['udpRoute']).toBe('ENETUNREACH');
     // A fresh sysfs: no cgroup filesystem to write; no privileges to gain or keep.
     expect(seen['cgroupEntries']).toBe(0);

@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
-import os from 'node:os';
+import os, { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import {
   BadArgumentError,
@@ -507,6 +507,13 @@ function round(ms: number): number {
   return Math.max(0, Math.round(ms * 10) / 10);
 }
 
+/** The signal name a shell's exit status 128 + N stands for, or null. */
+function signalOfStatus(status: number | null): string | null {
+  if (status === null || status <= 128 || status > 128 + 64) return null;
+  const name = Object.entries(osConstants.signals).find(([, number]) => number === status - 128)?.[0];
+  return name ?? null;
+}
+
 async function chownAndMode(file: string, owner: { uid: number; gid: number }, mode: number): Promise<void> {
   await chown(file, owner.uid, owner.gid);
   await chmod(file, mode);
@@ -613,8 +620,11 @@ async function judgeOutcome(
       details,
     );
   }
-  if (result.signal !== null) {
-    return failedReport(base, context, 'SIGNAL', `grader was killed by ${result.signal}`, details);
+  // In a sandbox the grader runs below a shell init, which reports death by signal N as
+  // exit status 128 + N.
+  const signal = result.signal ?? (resolved.isolation === 'sandbox' ? signalOfStatus(result.exitCode) : null);
+  if (signal !== null) {
+    return failedReport(base, context, 'SIGNAL', `grader was killed by ${signal}`, { ...details, signal });
   }
   if (result.exitCode !== 0) {
     const reason = stats.pidsLimitHits > 0 ? 'PIDS_LIMIT' : 'EXIT_CODE';

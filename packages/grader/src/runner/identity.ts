@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { mkdir, readdir, readFile, rmdir } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno, toSystemError } from '@karotte/base';
 import { GraderError } from '../errors.js';
@@ -67,15 +67,34 @@ export async function allocateGraderIdentity(options: AllocateIdentityOptions): 
       await rmdir(lock).catch(() => undefined);
       continue;
     }
+    // Who holds the uid: recovery after a crash frees only uids whose holder is gone.
+    await writeFile(path.join(lock, 'owner'), `${await ownerStamp(process.pid)}\n`, { mode: 0o600 });
     return {
       uid,
       gid: uid,
       release: async () => {
-        await rmdir(lock).catch((error: unknown) => {
-          if (!isErrno(error, 'ENOENT')) throw toSystemError(error, `rmdir ${lock}`);
-        });
+        await rm(lock, { recursive: true, force: true });
       },
     };
   }
   throw new GraderError('SETUP_FAILED', 'could not find a free grader uid in 32 attempts');
+}
+
+/** `<pid> <start time in clock ticks>`: a pid plus its start time names one process forever. */
+export async function ownerStamp(pid: number): Promise<string> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Field 22 (starttime), counted after the last ')' (the command name may contain spaces).
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return `${pid} ${fields[19] ?? '0'}`;
+}
+
+/** True when the process a stamp names is still the same live process. */
+export async function stampAlive(stamp: string): Promise<boolean> {
+  const pid = Number(stamp.split(' ')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    return (await ownerStamp(pid)) === stamp.trim();
+  } catch {
+    return false;
+  }
 }

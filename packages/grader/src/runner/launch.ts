@@ -77,7 +77,9 @@ export interface LaunchResult {
  *     the grader writes is bounded by its memory limit and vanishes with the namespace;
  *  4. report readiness on fd 3 and close it, so only setup failures (never the grader's)
  *     can be mistaken for host faults;
- *  5. exec the rest: prlimit, setpriv to the fresh uid with no privileges, the interpreter.
+ *  5. run the rest as a child and exit with its status: prlimit, setpriv to the fresh uid
+ *     with no privileges, the interpreter. A grader killed by signal N exits this init with
+ *     128 + N, as a shell reports it.
  */
 const STAGE2 = [
   'm=$1; sed=$2; shift 2',
@@ -106,7 +108,12 @@ const STAGE2 = [
   'cd "$home" || exit 125',
   'printf R >&3 || exit 125',
   'exec 3>&-',
-  'exec "$@"',
+  // The script stays pid 1 (root) and runs the grader as its child: dropping privileges
+  // clears a process's parent-death signal, so a grader as pid 1 would outlive a killed
+  // harness. As long as this root init lives, its --kill-child signal is armed; when it dies
+  // the kernel kills everything left in the namespace.
+  '"$@" &',
+  'wait "$!"',
 ].join('\n');
 
 function sandboxArgv(options: LaunchOptions, sandbox: SandboxSpec): [string, string[]] {
@@ -150,7 +157,10 @@ function sandboxArgv(options: LaunchOptions, sandbox: SandboxSpec): [string, str
     '--',
     ...options.argv,
   ];
-  return [b.unshare, args];
+  // setpriv --pdeathsig: if the harness itself dies (SIGKILL, OOM), the kernel kills unshare,
+  // whose --kill-child takes the namespace's init and with it every grader process. Not
+  // trusted alone: the normal path kills the cgroup and proves it empty.
+  return [b.setpriv, ['--pdeathsig', 'KILL', '--', b.unshare, ...args]];
 }
 
 /** Deadline of the sandbox setup (namespaces, mounts) before the grader starts; past it, a host fault. */

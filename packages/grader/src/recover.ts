@@ -1,0 +1,215 @@
+import { lstat, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { escapeForDisplay, isErrno, parseOptions, resolveTrustedBinary } from '@karotte/base';
+import { z } from 'zod';
+import { GraderError } from './errors.js';
+import { decodeMountPath, isWithin, runTrusted } from './runner/mounts.js';
+import { stampAlive } from './runner/identity.js';
+
+const absolute = z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path');
+
+export const recoverGraderLeftoversOptionsSchema = z
+  .object({
+    /**
+     * Base of the private grading directories (the executable judge's `workDir`).
+     * @default '/var/lib/karotte/grader'
+     */
+    workDir: absolute.default('/var/lib/karotte/grader'),
+    /**
+     * Directory of grader uid lock entries (the executable judge's `uidLockDir`).
+     * @default '/run/karotte/grader-uids'
+     */
+    uidLockDir: absolute.default('/run/karotte/grader-uids'),
+    /**
+     * Where cgroup filesystems are mounted.
+     * @default '/sys/fs/cgroup'
+     */
+    cgroupRoot: absolute.default('/sys/fs/cgroup'),
+    /**
+     * A lock entry without an owner stamp counts as abandoned after this long.
+     * @default 60000
+     */
+    unstampedAfterMs: z.number().int().nonnegative().default(60_000),
+  })
+  .strict();
+export type RecoverGraderLeftoversOptions = z.input<typeof recoverGraderLeftoversOptionsSchema>;
+
+/** What recovery did for one abandoned grader uid. */
+export interface RecoveredGrader {
+  readonly uid: number;
+  /** Processes killed (of the uid, or in its cgroups). */
+  readonly killed: number;
+  readonly cgroups: readonly string[];
+  readonly unmounted: readonly string[];
+  readonly removed: readonly string[];
+}
+
+/** What {@link recoverGraderLeftovers} did. */
+export interface GraderRecoveryReport {
+  readonly recovered: readonly RecoveredGrader[];
+  /** Lock entries whose holder is alive (left alone). */
+  readonly alive: number;
+  /** Uids that could not be fully recovered (their lock entry stays for the next try). */
+  readonly failed: readonly { readonly uid: number; readonly error: string }[];
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function pidsOf(uid: number): Promise<number[]> {
+  const out: number[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
+    const ids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
+    if (ids?.slice(1).some((value) => Number(value) === uid) === true) out.push(Number(name));
+  }
+  return out;
+}
+
+/** Directories named `prefix*` under `root`, at most `depth` levels down, never following links. */
+async function findDirs(root: string, prefix: string, depth: number): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (dir: string, level: number): Promise<void> => {
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      if (!entry.isDirectory()) continue;
+      const full = path.join(dir, entry.name);
+      if (entry.name.startsWith(prefix)) out.push(full);
+      else if (level < depth) await walk(full, level + 1);
+    }
+  };
+  await walk(root, 0);
+  return out;
+}
+
+async function killCgroup(dir: string): Promise<number> {
+  let killed = 0;
+  const freezer = path.join(dir, 'freezer.state');
+  const frozen = await writeFile(freezer, 'FROZEN\n').then(
+    () => true,
+    () => false,
+  );
+  const procs = await readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
+  for (const pid of procs.split('\n').filter(Boolean).map(Number)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+      killed += 1;
+    } catch {
+      // gone
+    }
+  }
+  if (frozen) await writeFile(freezer, 'THAWED\n').catch(() => undefined);
+  await writeFile(path.join(dir, 'cgroup.kill'), '1\n').catch(() => undefined);
+  return killed;
+}
+
+/**
+ * Free what a harness that died mid-grading left: for every grader uid whose lock holder is
+ * gone (pid and start time no longer match), kill every process of the uid and of its
+ * `karotte-grader-<uid>-*` cgroups, remove those cgroups, unmount its score tmpfs, remove its
+ * private `karotte-grade-<uid>-*` directories, then its lock entry. Only what these names
+ * say is touched; a live holder's uid is left alone. Run it at harness start.
+ *
+ * @throws BadArgumentError on invalid options.
+ */
+export async function recoverGraderLeftovers(
+  options: RecoverGraderLeftoversOptions = {},
+): Promise<GraderRecoveryReport> {
+  const o = parseOptions(recoverGraderLeftoversOptionsSchema, options, 'recover options');
+  let locks: string[];
+  try {
+    locks = (await readdir(o.uidLockDir)).filter((name) => /^\d+$/.test(name));
+  } catch (error) {
+    if (isErrno(error, 'ENOENT')) return { recovered: [], alive: 0, failed: [] };
+    throw error;
+  }
+  const recovered: RecoveredGrader[] = [];
+  const failed: { uid: number; error: string }[] = [];
+  let alive = 0;
+  for (const name of locks) {
+    const uid = Number(name);
+    const lock = path.join(o.uidLockDir, name);
+    const stamp = await readFile(path.join(lock, 'owner'), 'utf8').catch(() => null);
+    if (stamp === null) {
+      const stats = await lstat(lock).catch(() => null);
+      if (stats === null || Date.now() - stats.mtimeMs < o.unstampedAfterMs) {
+        alive += 1;
+        continue;
+      }
+    } else if (await stampAlive(stamp)) {
+      alive += 1;
+      continue;
+    }
+    try {
+      recovered.push(await recoverUid(uid, lock, o));
+    } catch (error) {
+      failed.push({ uid, error: escapeForDisplay(error instanceof Error ? error.message : String(error)) });
+    }
+  }
+  return { recovered, alive, failed };
+}
+
+async function recoverUid(
+  uid: number,
+  lock: string,
+  o: z.output<typeof recoverGraderLeftoversOptionsSchema>,
+): Promise<RecoveredGrader> {
+  let killed = 0;
+  const cgroups = await findDirs(o.cgroupRoot, `karotte-grader-${uid}-`, 5);
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    for (const dir of cgroups) killed += await killCgroup(dir);
+    for (const pid of await pidsOf(uid)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+        killed += 1;
+      } catch {
+        // gone
+      }
+    }
+    const left = (await pidsOf(uid)).length;
+    const members = (
+      await Promise.all(
+        cgroups.map((dir) => readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '')),
+      )
+    )
+      .join('')
+      .trim();
+    if (left === 0 && members === '') break;
+    if (Date.now() > deadline)
+      throw new GraderError('SETUP_FAILED', `processes of grader uid ${uid} survive`);
+    await sleep(20);
+  }
+  for (const dir of cgroups) await rmdir(dir).catch(() => undefined);
+
+  const prefix = path.join(o.workDir, `karotte-grade-${uid}-`);
+  const mountinfo = await readFile('/proc/self/mountinfo', 'utf8');
+  const mounts = mountinfo
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((field): field is string => field !== undefined)
+    .map(decodeMountPath)
+    .filter((mountPoint) => mountPoint.startsWith(prefix) && isWithin(mountPoint, o.workDir))
+    .reverse();
+  const unmounted: string[] = [];
+  if (mounts.length > 0) {
+    const umount = resolveTrustedBinary('umount');
+    for (const mountPoint of mounts) {
+      await runTrusted(umount, [mountPoint]).catch(() => runTrusted(umount, ['-l', mountPoint]));
+      unmounted.push(mountPoint);
+    }
+  }
+  const removed = (await readdir(o.workDir).catch(() => []))
+    .filter((name) => name.startsWith(`karotte-grade-${uid}-`))
+    .map((name) => path.join(o.workDir, name));
+  for (const dir of removed) await rm(dir, { recursive: true, force: true });
+  await rm(lock, { recursive: true, force: true });
+  return { uid, killed, cgroups, unmounted, removed };
+}

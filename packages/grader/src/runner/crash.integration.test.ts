@@ -1,0 +1,73 @@
+// If the harness dies mid-grading (SIGKILL), no grader process may survive it: the sandbox's
+// root init keeps unshare's --kill-child armed, and setpriv --pdeathsig kills unshare.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import { pidsOfUid, tempDir, waitFor } from '../../../../test/support/index.js';
+import { recoverGraderLeftovers } from '../recover.js';
+
+const DIST = path.join(import.meta.dirname, '..', '..', 'dist', 'index.js');
+const HANG = path.join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'hang.mjs');
+
+// The child harness imports the built package (the README's setup builds it first).
+const HARNESS = `
+import fs from 'node:fs';
+import { createExecutableJudge } from ${JSON.stringify(DIST)};
+const [lockDir, program] = process.argv.slice(2);
+const judge = createExecutableJudge({ program, timeoutMs: 600000, uidLockDir: lockDir });
+void judge.evaluate({ submissionDir: null, hiddenDir: null, finalAnswer: null, abortSignal: new AbortController().signal, path: 'x' });
+const timer = setInterval(() => {
+  const uids = fs.existsSync(lockDir) ? fs.readdirSync(lockDir) : [];
+  if (uids.length > 0) { process.stdout.write(uids[0] + '\\n'); clearInterval(timer); }
+}, 20);
+`;
+
+it("a harness killed mid-grading takes its grader (and the grader's setsid grandchild) with it", async () => {
+  expect(fs.existsSync(DIST)).toBe(true);
+  const dir = tempDir('grader-crash');
+  const lockDir = path.join(dir.dir, 'uids');
+  let uid: number | undefined;
+  try {
+    const script = path.join(dir.dir, 'harness.mjs');
+    fs.writeFileSync(script, HARNESS);
+    const harness = spawn(process.execPath, [script, lockDir, HANG], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    harness.stdout.on('data', (chunk: Buffer) => {
+      uid ??= Number(chunk.toString().split('\n')[0]);
+    });
+    // The grader and its grandchild are both up.
+    await waitFor(() => uid !== undefined && pidsOfUid(uid).length >= 2, 30_000);
+    harness.kill('SIGKILL');
+    await waitFor(() => pidsOfUid(uid!).length === 0, 5000);
+    expect(pidsOfUid(uid!)).toEqual([]);
+
+    // What the dead harness left (its cgroup, score tmpfs, private directory, uid lock) is
+    // freed by recovery at the next start, and only that.
+    const mine = `karotte-grade-${uid}-`;
+    expect(fs.readFileSync('/proc/self/mountinfo', 'utf8')).toContain(mine);
+    const report = await recoverGraderLeftovers({ uidLockDir: lockDir });
+    expect(report.failed).toEqual([]);
+    expect(report.recovered).toHaveLength(1);
+    expect(report.recovered[0]).toMatchObject({ uid });
+    expect(report.recovered[0]!.cgroups.length).toBe(3);
+    expect(report.recovered[0]!.unmounted).toHaveLength(1);
+    expect(report.recovered[0]!.removed).toHaveLength(1);
+    expect(fs.readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(mine);
+    for (const dir of report.recovered[0]!.cgroups) expect(fs.existsSync(dir)).toBe(false);
+    expect(fs.readdirSync('/var/lib/karotte/grader').filter((n) => n.startsWith(mine))).toEqual([]);
+    expect(fs.readdirSync(lockDir)).toEqual([]);
+    // A second pass finds nothing to do.
+    expect(await recoverGraderLeftovers({ uidLockDir: lockDir })).toEqual({
+      recovered: [],
+      alive: 0,
+      failed: [],
+    });
+  } finally {
+    // Last resort for a failing run: kill what is left by uid (test-owned, from the lock).
+    if (uid !== undefined) for (const pid of pidsOfUid(uid)) process.kill(pid, 'SIGKILL');
+    await recoverGraderLeftovers({ uidLockDir: lockDir }).catch(() => undefined);
+    dir.cleanup();
+  }
+});

@@ -484,6 +484,16 @@ describe('takeCustody: budgets', () => {
     expect(deep.misbehavior[0]!.message).toContain('nested deeper than 32 levels');
   });
 
+  it('refuses a tree 10,000 deep at depth 33, without walking the rest', async () => {
+    const w = world();
+    w.student(
+      `fs.mkdirSync('deep'); process.chdir('deep'); for (let i = 0; i < 10000; i++) { fs.mkdirSync('d'); process.chdir('d'); }`,
+    );
+    const result = await custody(w, ['deep']);
+    expect(codes(result)).toEqual(['TOO_DEEP']);
+    expect(result.manifest.durationMs).toBeLessThan(2000);
+  });
+
   it('refuses a 4,096-byte path', async () => {
     const w = world();
     w.student(`

@@ -88,6 +88,19 @@ describe('reclaim (real uid, real files)', () => {
     expect(fs.readdirSync(wide)).toEqual([]);
   });
 
+  it('sweeps a tree 10,000 deep', async () => {
+    const { work, uid } = setup();
+    asStudent(
+      uid,
+      `process.chdir(args[0]); for (let i = 0; i < 10000; i++) { fs.mkdirSync('d'); process.chdir('d'); }`,
+      [work],
+    );
+    const result = await reclaim(uid, { roots: [work] });
+    expect(result.failed).toEqual([]);
+    expect(result.removed).toBe(10_000);
+    expect(fs.readdirSync(work)).toEqual([]);
+  });
+
   it('keeps excluded subtrees and the directories leading to them', async () => {
     const { work, uid } = setup();
     asStudent(

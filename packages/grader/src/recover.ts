@@ -89,8 +89,7 @@ async function findDirs(root: string, prefix: string, depth: number): Promise<st
   return out;
 }
 
-async function killCgroup(dir: string): Promise<number> {
-  let killed = 0;
+async function killCgroup(dir: string, killed: Set<number>): Promise<void> {
   const freezer = path.join(dir, 'freezer.state');
   const frozen = await writeFile(freezer, 'FROZEN\n').then(
     () => true,
@@ -100,14 +99,13 @@ async function killCgroup(dir: string): Promise<number> {
   for (const pid of procs.split('\n').filter(Boolean).map(Number)) {
     try {
       process.kill(pid, 'SIGKILL');
-      killed += 1;
+      killed.add(pid);
     } catch {
       // gone
     }
   }
   if (frozen) await writeFile(freezer, 'THAWED\n').catch(() => undefined);
   await writeFile(path.join(dir, 'cgroup.kill'), '1\n').catch(() => undefined);
-  return killed;
 }
 
 /**
@@ -161,15 +159,15 @@ async function recoverUid(
   lock: string,
   o: z.output<typeof recoverGraderLeftoversOptionsSchema>,
 ): Promise<RecoveredGrader> {
-  let killed = 0;
+  const killed = new Set<number>();
   const cgroups = await findDirs(o.cgroupRoot, `karotte-grader-${uid}-`, 5);
   const deadline = Date.now() + 10_000;
   for (;;) {
-    for (const dir of cgroups) killed += await killCgroup(dir);
+    for (const dir of cgroups) await killCgroup(dir, killed);
     for (const pid of await pidsOf(uid)) {
       try {
         process.kill(pid, 'SIGKILL');
-        killed += 1;
+        killed.add(pid);
       } catch {
         // gone
       }
@@ -211,5 +209,5 @@ async function recoverUid(
     .map((name) => path.join(o.workDir, name));
   for (const dir of removed) await rm(dir, { recursive: true, force: true });
   await rm(lock, { recursive: true, force: true });
-  return { uid, killed, cgroups, unmounted, removed };
+  return { uid, killed: killed.size, cgroups, unmounted, removed };
 }

@@ -114,6 +114,9 @@ export class Episode {
   private transcript: Transcript | undefined;
   private world: StudentWorld | undefined;
   private readonly controller = new AbortController();
+  private readonly onAbort = (): void => {
+    this.controller.abort();
+  };
   private readonly started = Date.now();
   private wallTimer: NodeJS.Timeout | undefined;
   private wallTimeExceeded = false;
@@ -129,7 +132,8 @@ export class Episode {
     readonly task: Task,
     private readonly options: EpisodeOptions,
   ) {
-    options.abortSignal?.addEventListener('abort', () => { this.controller.abort(); }, { once: true });
+    if (options.abortSignal?.aborted === true) this.controller.abort();
+    options.abortSignal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
   /** The messages so far (system, user instructions, assistant, tool). */
@@ -289,9 +293,10 @@ export class Episode {
     const index = this.stepIndex;
     const step = this.task.steps[index]!;
     const world = this.world!;
-    const limitHits: LimitHit[] = await world.limitHits().catch(() => []);
+    const limits = await world.limitHits().catch(() => ({ hits: [] as LimitHit[], misbehavior: [] as MisbehaviorRecord[] }));
+    const limitHits = limits.hits;
     for (const hit of limitHits) await this.transcript!.append('limit_hit', { step: index, hit });
-    const misbehavior: MisbehaviorRecord[] = [];
+    const misbehavior: MisbehaviorRecord[] = [...limits.misbehavior];
     if (this.wallTimeExceeded) {
       misbehavior.push(
         createMisbehavior('WALL_TIME_LIMIT', `the episode ran past its wall-time limit of ${this.task.limits.wallTimeMs ?? DEFAULT_EPISODE_WALL_TIME_MS} ms`),
@@ -342,6 +347,7 @@ export class Episode {
   async finish(): Promise<EpisodeResult> {
     if (this.state === 'finished') throw new CoreError('EPISODE_STATE', 'finish() was already called');
     this.state = 'finished';
+    this.options.abortSignal?.removeEventListener('abort', this.onAbort);
     if (this.wallTimer !== undefined) clearTimeout(this.wallTimer);
     if (this.world !== undefined) {
       try {

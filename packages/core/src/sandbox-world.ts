@@ -70,8 +70,9 @@ export async function createSandboxWorld(spec: WorldSpec, options: SandboxWorldO
         ...(result.notice === undefined ? {} : { note: result.notice }),
       };
     },
-    async limitHits(): Promise<LimitHit[]> {
-      return (await sandbox.limits.events()).map(toLimitHit);
+    async limitHits() {
+      const events = await sandbox.limits.events();
+      return { hits: events.map(toLimitHit), misbehavior: events.map(toMisbehavior) };
     },
     async destroy(): Promise<void> {
       const report = await sandbox.destroy();

@@ -1,3 +1,4 @@
+import type { MisbehaviorRecord } from '@karotte/base';
 import type { LimitHit, NetworkCheck, StudentHandle } from '@karotte/grader';
 
 /** The outcome of one command in the student's shell. */
@@ -28,8 +29,11 @@ export interface StudentWorld {
   readonly network: NetworkCheck;
   /** Run one command in the persistent shell, as the student. */
   exec(command: string, options: { timeoutMs: number; abortSignal?: AbortSignal }): Promise<ShellOutcome>;
-  /** Limits the student hit so far (memory, pids, disk). */
-  limitHits(): Promise<LimitHit[]>;
+  /**
+   * Limits the student hit so far (memory, pids, disk): the record for the verdict, and the
+   * misbehavior each one is (a limit hit scores 0, per the contract).
+   */
+  limitHits(): Promise<{ hits: LimitHit[]; misbehavior: MisbehaviorRecord[] }>;
   /** Tear everything down. Idempotent. */
   destroy(): Promise<void>;
 }

@@ -52,9 +52,13 @@ export const redteamCommand: Command = {
         ...(only === undefined ? {} : { only }),
         ...(flags.out === undefined ? {} : { outDir: path.resolve(flags.out) }),
         onProgress: (done, total, running) => {
+          if (!live) return;
           const line = `[${done}/${total}] ${running.length > 0 ? `running ${running.join(', ')}` : 'done'}`;
-          if (live) process.stderr.write(`\r\x1b[2K${line.slice(0, (process.stderr.columns || 100) - 1)}`);
-          else if (running.length === 0 || done === 0) io.stderr.write(`${line}\n`);
+          process.stderr.write(`\r\x1b[2K${line.slice(0, (process.stderr.columns || 100) - 1)}`);
+        },
+        onResult: (row, done, total) => {
+          if (live || flags.json === true) return;
+          io.stderr.write(`[${done}/${total}] ${row.id}: ${row.status} score=${row.score} (${row.reason.slice(0, 60)})\n`);
         },
       });
     } catch (error) {

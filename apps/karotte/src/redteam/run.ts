@@ -59,6 +59,8 @@ export interface RedteamOptions {
   /** Where each run's transcript and result go. @default a fresh temporary directory */
   readonly outDir?: string;
   readonly onProgress?: (done: number, total: number, running: readonly string[]) => void;
+  /** Called with each finished run. */
+  readonly onResult?: (row: RedteamRow, done: number, total: number) => void;
   readonly abortSignal?: AbortSignal;
 }
 
@@ -110,7 +112,9 @@ export async function runRedteam(options: RedteamOptions): Promise<RedteamRow[]>
       ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal }),
     });
     running.delete(plan.id);
-    rows.set(plan.id, toRow(plan, result));
+    const row = toRow(plan, result);
+    rows.set(plan.id, row);
+    options.onResult?.(row, rows.size, planned.length);
     report();
   };
 

@@ -1,0 +1,83 @@
+// Episodes through the library API, with real sandboxes and graders (root).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pidsOfUid } from '../../../test/support/index.js';
+import { createReplayAgent } from './agent.js';
+import { createEpisode, runEpisode } from './episode.js';
+import type { AssistantMessage } from './messages.js';
+import { createSandboxWorld } from './sandbox-world.js';
+import { loadTask } from './task.js';
+
+const examples = path.resolve(import.meta.dirname, '../../../apps/karotte/examples');
+const made: string[] = [];
+afterEach(() => {
+  for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function outDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-episode-'));
+  made.push(dir);
+  return dir;
+}
+
+function bash(command: string, id = 'call_0'): AssistantMessage {
+  return { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } }] };
+}
+
+const control = JSON.parse(fs.readFileSync(path.join(examples, 'quarterly-revenue', 'control.json'), 'utf8')) as AssistantMessage[];
+
+describe('episodes through the library API', () => {
+  it('8 episodes at once all get correct verdicts, on distinct uids, leaving nothing behind', async () => {
+    const task = await loadTask(path.join(examples, 'quarterly-revenue'));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        runEpisode(task, createReplayAgent(i % 2 === 0 ? control : [bash(`echo ${i} > answer.txt`)]), {
+          outDir: outDir(),
+          createWorld: createSandboxWorld,
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(['passed', 'failed', 'passed', 'failed', 'passed', 'failed', 'passed', 'failed']);
+    expect(results.map((r) => r.score)).toEqual([1, 0, 1, 0, 1, 0, 1, 0]);
+    const uids = results.map((r) => r.sandbox.uid);
+    expect(new Set(uids).size).toBe(8);
+    for (const uid of uids) expect(pidsOfUid(uid!)).toEqual([]);
+  }, 300_000);
+
+  it('is steppable from outside: start, step, endStep, finish', async () => {
+    const task = await loadTask(path.join(examples, 'quarterly-revenue'));
+    const out = outDir();
+    const episode = createEpisode(task, { outDir: out, createWorld: createSandboxWorld, agentName: 'trainer' });
+    const messages = await episode.start();
+    expect(messages.at(-1)).toMatchObject({ role: 'user' });
+    const [first] = await episode.step(bash('pwd; ls; echo $HOME; cd /tmp && export KAROTTE_X=persisted'));
+    expect(first!.exitCode).toBe(0);
+    expect(first!.stdout).toContain('orders.csv');
+    const [second] = await episode.step(bash('pwd; echo $KAROTTE_X'));
+    expect(second!.stdout).toBe('/tmp\npersisted\n');
+    const [bad] = await episode.step({ role: 'assistant', content: null, tool_calls: [{ id: 'x', type: 'function', function: { name: 'bash', arguments: '{not json' } }] });
+    expect(bad!.note).toContain('malformed arguments');
+    const [timed] = await episode.step(bash('sleep 30'));
+    expect(timed).toBeDefined();
+    const outcome = await episode.endStep();
+    expect(outcome.verdict.status).toBe('failed');
+    expect(episode.done).toBe(true);
+    const result = await episode.finish();
+    expect(result).toMatchObject({ status: 'failed', score: 0, agent: 'trainer', turns: 4 });
+    const saved = JSON.parse(fs.readFileSync(path.join(out, 'result.json'), 'utf8')) as { status: string };
+    expect(saved.status).toBe('failed');
+  }, 120_000);
+
+  it('an aborted episode tears down and reports error', async () => {
+    const task = await loadTask(path.join(examples, 'quarterly-revenue'));
+    const controller = new AbortController();
+    const pending = runEpisode(task, createReplayAgent([bash('sleep 600')]), { outDir: outDir(), createWorld: createSandboxWorld, abortSignal: controller.signal });
+    setTimeout(() => controller.abort(), 4000);
+    const result = await pending;
+    expect(result.status).toBe('error');
+    expect(result.error?.code).toBe('ABORTED');
+    expect(pidsOfUid(result.sandbox.uid!)).toEqual([]);
+  }, 120_000);
+});

@@ -7,6 +7,8 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createGroup } from '@karotte/limits';
+import type { KillableGroup, LimitGroup } from '@karotte/limits';
 import treeKill from 'tree-kill';
 import { killUid, pidsOfUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
 import {
@@ -25,7 +27,10 @@ interface Context {
   uid: number;
   dir: string;
   cleanupDir: () => void;
-  group: V1TestGroup | undefined;
+  /** The real episode group from @karotte/limits (cgroup v1 memory+pids+freezer here). */
+  group: LimitGroup | undefined;
+  /** A bare v1 pids+freezer group the test freezes by hand (the frozen-process case). */
+  v1: V1TestGroup | undefined;
 }
 
 let ctx: Context;
@@ -34,7 +39,7 @@ const uids: number[] = [];
 beforeEach(() => {
   const { dir: base, cleanup } = tempDir('reaper');
   fs.chmodSync(base, 0o755);
-  ctx = { uid: testUid(), dir: studentDir(base), cleanupDir: cleanup, group: undefined };
+  ctx = { uid: testUid(), dir: studentDir(base), cleanupDir: cleanup, group: undefined, v1: undefined };
   uids.push(ctx.uid);
 });
 
@@ -42,15 +47,29 @@ afterEach(async () => {
   try {
     for (const uid of uids.splice(0)) await killUid(uid);
   } finally {
-    await ctx.group?.destroy();
-    ctx.cleanupDir();
+    try {
+      await ctx.group?.remove();
+      await ctx.v1?.destroy();
+    } finally {
+      ctx.cleanupDir();
+    }
   }
 });
 
-function useGroup(label: string, pidsMax: number): V1TestGroup {
-  ctx.group = V1TestGroup.create(label);
-  ctx.group.setPidsMax(pidsMax);
-  return ctx.group;
+let groupCounter = 0;
+
+/** A real @karotte/limits group with this pids.max (the limits package reads it back). */
+async function useGroup(pidsMax: number): Promise<LimitGroup> {
+  groupCounter += 1;
+  const group = await createGroup({
+    name: `karotte-test-reaper-${process.pid}-${groupCounter}`,
+    pidsMax,
+    memoryBytes: 1024 * 1024 * 1024,
+    eventPollMs: 0,
+  });
+  ctx.group = group;
+  expect(group.limits.pidsMax).toBe(pidsMax);
+  return group;
 }
 
 interface Escape {
@@ -61,7 +80,7 @@ interface Escape {
   /** Run inside a pids+freezer group with this pids.max. */
   readonly pidsMax?: number;
   /** Extra readiness check. */
-  readonly ready?: (context: Context) => boolean;
+  readonly ready?: (context: Context) => boolean | Promise<boolean>;
 }
 
 const ESCAPES: readonly Escape[] = [
@@ -116,13 +135,18 @@ const ESCAPES: readonly Escape[] = [
   {
     name: 'a cohort that fills pids.max so that no new process can start',
     script: [
-      "( ( exec -a karotte-beat bash -c 'while :; do beat fill; sleep 0.05; done' ) & )",
+      // The heartbeat must not need fork (there is none to be had): a read with a timeout on
+      // a FIFO opened read-write sleeps without a child process.
+      'mkfifo "$D/fifo.fill"',
+      '( ( exec -a karotte-beat bash -c \'exec 9<>"$D/fifo.fill"; while :; do beat fill; read -t 0.05 -u 9; done\' ) & )',
       "( ( exec -a karotte-fill bash -c 'while :; do sleep 60 & done' 2>/dev/null ) & )",
       'exec sleep 600',
     ].join('\n'),
     beats: ['beat.fill'],
     pidsMax: 24,
-    ready: (context) => context.group!.pidsCurrent() >= 24 && context.group!.pidsMaxEvents() > 0,
+    ready: async (context) =>
+      (await context.group!.usage()).pids >= 24 &&
+      (await context.group!.events()).some((event) => event.limit === 'pids' && event.kind === 'max'),
   },
   {
     name: 'a process in a nested user + PID namespace (unshare -Ur --pid --fork)',
@@ -147,11 +171,14 @@ const ESCAPES: readonly Escape[] = [
 ];
 
 async function startEscape(escape: Escape): Promise<number> {
-  const group = escape.pidsMax === undefined ? undefined : useGroup('escape', escape.pidsMax);
-  const launcher = spawnStudent(ctx.uid, escape.script, { dir: ctx.dir, ...(group ? { group } : {}) });
-  await waitFor(() => {
+  const group = escape.pidsMax === undefined ? undefined : await useGroup(escape.pidsMax);
+  const launcher = spawnStudent(ctx.uid, escape.script, {
+    dir: ctx.dir,
+    ...(group ? { prefix: group.launchPrefix() } : {}),
+  });
+  await waitFor(async () => {
     const present = beats(ctx.dir);
-    return escape.beats.every((name) => present.includes(name)) && (escape.ready?.(ctx) ?? true);
+    return escape.beats.every((name) => present.includes(name)) && ((await escape.ready?.(ctx)) ?? true);
   }, 15_000);
   return launcher.pid!;
 }
@@ -169,7 +196,7 @@ describe('reap() proves every escape dead', () => {
     it(title, async () => {
       await startEscape(escape);
       expect(pidsOfUid(ctx.uid).length).toBeGreaterThan(0);
-      const group = withGroup ? ctx.group : undefined;
+      const group: KillableGroup | undefined = withGroup ? ctx.group : undefined;
       const record = await reap({ uid: ctx.uid, ...(group ? { group } : {}) });
       expect(record.misbehavior).toEqual([]);
       expect(record.confirmedEmpty).toBe(true);
@@ -209,12 +236,9 @@ describe('reap() details', () => {
   it('pids.max really was saturated: a process forked inside the group fails', async () => {
     const escape = ESCAPES.find((candidate) => candidate.pidsMax === 24)!;
     await startEscape(escape);
-    // The launcher joins the saturated group (migration is allowed) and then must fork `true`.
-    const probe = spawnSync(
-      '/bin/sh',
-      ['-c', 'echo $$ > "$1" && /bin/true && echo forked', 'probe', ctx.group!.procsFiles[0]!],
-      { encoding: 'utf8', timeout: 10_000 },
-    );
+    // A root process joins the saturated group (migration is allowed) and then must fork `true`.
+    const argv = [...ctx.group!.launchPrefix(), '/bin/sh', '-c', '/bin/true && echo forked'];
+    const probe = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 10_000 });
     expect(probe.stdout).not.toContain('forked');
     const record = await reap({ uid: ctx.uid, group: ctx.group! });
     expect(record.confirmedEmpty).toBe(true);
@@ -370,10 +394,12 @@ describe('reap() details', () => {
   it('returns UNREAPABLE misbehavior with the survivors, never a silent success, when a process cannot die', async () => {
     // A task in a FROZEN cgroup v1 freezer cannot act on SIGKILL until it is thawed: the
     // deterministic stand-in for a process stuck where SIGKILL cannot finish it.
-    const frozen = useGroup('frozen', 64);
+    const frozen = V1TestGroup.create('frozen');
+    ctx.v1 = frozen;
+    frozen.setPidsMax(64);
     spawnStudent(ctx.uid, 'exec -a karotte-frozen bash -c "while :; do beat frozen; sleep 0.05; done"', {
       dir: ctx.dir,
-      group: frozen,
+      prefix: frozen.launchPrefix(),
     });
     await waitFor(() => beats(ctx.dir).includes('beat.frozen'), 15_000);
     const state = `${frozen.freezerDir}/freezer.state`;

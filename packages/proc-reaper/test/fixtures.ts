@@ -54,6 +54,11 @@ export class V1TestGroup implements KillableGroup {
     return [path.join(this.pidsDir, 'cgroup.procs'), path.join(this.freezerDir, 'cgroup.procs')];
   }
 
+  /** argv prefix that joins this group, then execs the rest (like LimitGroup.launchPrefix()). */
+  launchPrefix(): string[] {
+    return ['/bin/sh', '-c', LAUNCHER, 'karotte-launch', ...this.procsFiles, '--'];
+  }
+
   /** Set pids.max and read it back; throws when the kernel did not take it. */
   setPidsMax(max: number): void {
     fs.writeFileSync(path.join(this.pidsDir, 'pids.max'), String(max));
@@ -126,7 +131,8 @@ const LAUNCHER = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 90; shift; d
 
 export interface StudentOptions {
   readonly dir: string;
-  readonly group?: V1TestGroup;
+  /** argv prefix that puts the process in a group first (LimitGroup or V1TestGroup launchPrefix()). */
+  readonly prefix?: readonly string[];
 }
 
 /**
@@ -135,11 +141,7 @@ export interface StudentOptions {
  */
 export function spawnStudent(uid: number, script: string, options: StudentOptions): ChildProcess {
   const argv = [
-    '-c',
-    LAUNCHER,
-    'karotte-launch',
-    ...(options.group?.procsFiles ?? []),
-    '--',
+    ...(options.prefix ?? []),
     '/usr/bin/setpriv',
     '--reuid',
     String(uid),
@@ -152,7 +154,7 @@ export function spawnStudent(uid: number, script: string, options: StudentOption
     PRELUDE + script,
     'karotte-student',
   ];
-  const child = spawn('/bin/sh', argv, {
+  const child = spawn(argv[0]!, argv.slice(1), {
     stdio: 'ignore',
     detached: true,
     cwd: options.dir,

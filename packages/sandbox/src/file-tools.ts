@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BadArgumentError, MiB, KiB, parseOptions } from '@karotte/base';
-import { runInside } from './inside.js';
+import { isSandboxError } from './errors.js';
+import { runInside, type InsideOutput } from './inside.js';
 import type { World } from './world.js';
 
 /**
@@ -257,7 +258,8 @@ export interface SandboxFiles {
 }
 
 export interface FileToolContext {
-  readonly world: () => World;
+  /** The live world (restarted first when its init died). */
+  readonly world: () => Promise<World>;
   readonly uid: number;
   readonly home: string;
   readonly node: string;
@@ -274,14 +276,36 @@ export function createFileTools(context: FileToolContext): SandboxFiles {
     maxStdoutBytes: number,
   ): Promise<z.infer<T> | FileToolFailure> => {
     const env = Object.entries(context.env).map(([name, value]) => `${name}=${value}`);
-    const output = await runInside({
-      world: context.world(),
-      uid: context.uid,
-      program: [context.envBinary, '-i', '-C', context.home, ...env, context.node, '-e', FILE_TOOL_SCRIPT],
-      stdin: JSON.stringify(request),
-      timeoutMs,
-      maxStdoutBytes,
-    });
+    let output: InsideOutput | undefined;
+    // The init may die between getting the world and entering it (out of memory): get a
+    // restarted world and try again, a bounded number of times.
+    for (let attempt = 0; output === undefined; attempt += 1) {
+      const world = await context.world();
+      try {
+        output = await runInside({
+          world,
+          uid: context.uid,
+          program: [
+            context.envBinary,
+            '-i',
+            '-C',
+            context.home,
+            ...env,
+            context.node,
+            '-e',
+            FILE_TOOL_SCRIPT,
+          ],
+          stdin: JSON.stringify(request),
+          timeoutMs,
+          maxStdoutBytes,
+        });
+      } catch (error) {
+        if (!isSandboxError(error) || error.code !== 'DESTROYED' || world.alive()) throw error;
+        if (attempt >= 2) {
+          return { ok: false, code: 'EIO', message: 'the sandbox restarted during the file operation' };
+        }
+      }
+    }
     if (output.timedOut)
       return { ok: false, code: 'TIMED_OUT', message: `the file operation took longer than ${timeoutMs} ms` };
     if (output.overflow)

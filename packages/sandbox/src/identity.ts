@@ -1,10 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import {
   closeSync,
+  linkSync,
   openSync,
   readFileSync,
   readdirSync,
   renameSync,
   rmSync,
+  statSync,
   writeSync,
   constants,
 } from 'node:fs';
@@ -118,6 +121,17 @@ export function listLeases(
   return out;
 }
 
+/** An unreadable lock is taken over only after this long (no live writer takes that long). */
+const UNREADABLE_LOCK_AGE_MS = 60_000;
+
+function isOldEnough(file: string): boolean {
+  try {
+    return Date.now() - statSync(file).mtimeMs > UNREADABLE_LOCK_AGE_MS;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Take over a stale lock exactly once across processes: rename it aside (only one renamer
  * wins, the source is gone for the others), reclaim what its dead owner left, then delete it.
@@ -130,10 +144,10 @@ export async function reclaimStaleLease(
   const file = lockPath(stateDir, uid);
   const record = readLease(file);
   if (!isLeaseStale(record, bootId())) return false;
-  if (record === undefined) {
-    // A torn lock may be a live writer between create and write: give it a moment.
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    if (readLease(file) !== undefined) return false;
+  if (record === undefined && !isOldEnough(file)) {
+    // Locks appear whole (see allocateIdentity); an unreadable one comes from a crash of an
+    // older writer or a damaged disk. Only an old one is taken over, never one being written.
+    return false;
   }
   const aside = `${file}.reclaim-${process.pid}`;
   try {
@@ -156,6 +170,21 @@ export async function reclaimStaleLease(
   return true;
 }
 
+/** Drafts of lock files (see allocateIdentity) whose writer died between two lines. */
+function removeOrphanDrafts(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const match = /^\d+\.lock\.draft-(\d+)-[0-9a-f]+$/.exec(name);
+    if (match === null || readProcess(Number(match[1])) !== undefined) continue;
+    rmSync(path.join(dir, name), { force: true });
+  }
+}
+
 /**
  * Allocate a fresh uid/gid (the same number) from the reserved range: a lock file created with
  * O_EXCL holds it across processes. A uid named in /etc/passwd or /etc/group, or with live
@@ -165,6 +194,7 @@ export async function allocateIdentity(options: AllocateOptions): Promise<Identi
   const { stateDir, firstUid, count, sandboxId } = options;
   ensureRootOnlyDir(stateDir);
   ensureRootOnlyDir(locksDir(stateDir));
+  removeOrphanDrafts(locksDir(stateDir));
   const taken = accountIds();
   const me = readProcess(process.pid);
   const record: LeaseRecord = {
@@ -182,24 +212,30 @@ export async function allocateIdentity(options: AllocateOptions): Promise<Identi
     const uid = firstUid + ((start + i) % count);
     if (taken.has(uid)) continue;
     const file = lockPath(stateDir, uid);
-    let fd: number;
+    // The lock appears whole or not at all: the record is written to a private file first and
+    // hard-linked to the lock's name (link fails with EEXIST when the uid is taken). A lock is
+    // never seen half-written, so a reader never mistakes a live lock for a torn, stale one.
+    const draft = `${file}.draft-${process.pid}-${randomBytes(4).toString('hex')}`;
+    const fd = openSync(
+      draft,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    );
     try {
-      fd = openSync(
-        file,
-        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-        0o600,
-      );
+      writeSync(fd, JSON.stringify({ ...record, uid }));
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      linkSync(draft, file);
     } catch (error) {
       if ((error as { code?: string }).code !== 'EEXIST') {
         throw new SandboxError('SETUP_FAILED', `cannot create uid lock ${file}`, { cause: error });
       }
       if (await reclaimStaleLease(stateDir, uid, options.reclaim)) i -= 1; // retry the same uid
       continue;
-    }
-    try {
-      writeSync(fd, JSON.stringify({ ...record, uid }));
     } finally {
-      closeSync(fd);
+      rmSync(draft, { force: true });
     }
     // A uid with live processes belongs to someone else (or to a leak we did not make): skip it.
     if (processesOfUid(uid).length > 0) {

@@ -1,5 +1,5 @@
 export { createSandbox, reclaimStaleSandboxes, ALWAYS_COVERED } from './sandbox.js';
-export type { Sandbox, TeardownReport } from './sandbox.js';
+export type { Sandbox, TeardownReport, RestartReport } from './sandbox.js';
 export {
   sandboxOptionsSchema,
   sandboxLimitsSchema,

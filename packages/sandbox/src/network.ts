@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import net from 'node:net';
 import { z } from 'zod';
+import { SandboxError } from './errors.js';
 
 /** One address the network check tried to route to from inside the sandbox, as the student. */
 export const networkProbeSchema = z
@@ -28,7 +29,12 @@ export const networkVerdictSchema = z
     mode: z.enum(['loopback', 'allowList']),
     /** Route lookups (UDP connect: no packet is sent), each as the student, inside the sandbox. */
     probes: z.array(networkProbeSchema),
-    /** Positive control: a listener on loopback inside the sandbox accepted a connection and echoed. */
+    /**
+     * Positive control, on loopback inside the sandbox as the student: the same route lookup
+     * succeeds for 127.0.0.1 (::1), and a TCP connect to a closed loopback port is answered by
+     * the kernel (refused), so packets flow on loopback. ipv6 is null when the sandbox has no
+     * IPv6 at all (then no IPv6 address is reachable either).
+     */
     loopback: z.object({ ipv4: z.boolean(), ipv6: z.boolean().nullable() }).strict(),
     /** One sentence per failed expectation. */
     failures: z.array(z.string()),
@@ -107,77 +113,121 @@ export function dnsServers(): NetworkTarget[] {
 }
 
 /**
- * The probe, run by Node as the student inside the sandbox. Targets arrive on stdin as JSON;
- * for each, a UDP socket `connect()` asks the kernel for a route without sending a packet.
- * Then a loopback listener is started and connected to (the positive control). Prints one
- * JSON line.
+ * The probe, run by bash as the student inside the sandbox (bash starts in a few ms; Node took
+ * hundreds under load). Arguments: probes as `udp/<address>/<port>` or `tcp/<address>/<port>`.
+ * For each, bash opens `/dev/udp/...` (socket + connect: for UDP the kernel only looks up a
+ * route, no packet is sent) or `/dev/tcp/...` (a real connect, used only on loopback), with
+ * its own error output on stdout. Every probe's output starts with a line `@<index>`; a
+ * success prints `reachable`, a failure bash's message (`…: Network is unreachable`).
  */
 export const NETWORK_PROBE_SCRIPT = String.raw`
-'use strict';
-const dgram = require('node:dgram');
-const net = require('node:net');
-function route(t) {
-  return new Promise((resolve) => {
-    const s = dgram.createSocket(t.family === 6 ? 'udp6' : 'udp4');
-    let done = false;
-    const finish = (r) => { if (done) return; done = true; try { s.close(); } catch {} resolve(r); };
-    s.on('error', (e) => finish({ observed: 'blocked', error: String(e.code || e.message) }));
-    try {
-      s.connect(53, t.address, (e) => finish(e ? { observed: 'blocked', error: String(e.code || e.message) } : { observed: 'reachable' }));
-    } catch (e) { finish({ observed: 'blocked', error: String(e.code || e.message) }); }
-  });
-}
-function loop(host) {
-  return new Promise((resolve) => {
-    const server = net.createServer((c) => { c.on('data', (d) => c.end(d)); c.on('error', () => {}); });
-    const timer = setTimeout(() => { server.close(); resolve(false); }, 2000);
-    server.on('error', () => { clearTimeout(timer); resolve(null); });
-    server.listen(0, host, () => {
-      const port = server.address().port;
-      const c = net.connect(port, host);
-      let got = '';
-      c.on('data', (d) => { got += d; });
-      c.on('error', () => {});
-      c.on('close', () => { clearTimeout(timer); server.close(); resolve(got === 'karotte'); });
-      c.write('karotte');
-    });
-  });
-}
-let input = '';
-process.stdin.on('data', (d) => { input += d; });
-process.stdin.on('end', async () => {
-  const targets = JSON.parse(input);
-  const probes = [];
-  for (const t of targets) probes.push({ ...t, ...(await route(t)) });
-  const ipv4 = await loop('127.0.0.1');
-  const ipv6 = await loop('::1');
-  process.stdout.write(JSON.stringify({ probes, loopback: { ipv4: ipv4 === true, ipv6 } }) + '\n');
-});
+i=0
+for p in "$@"; do
+  printf '\n@%d\n' "$i"
+  if { : 3<>"/dev/$p"; } 2>&1; then printf 'reachable'; fi
+  i=$((i + 1))
+done
+printf '\n@end\n'
 `;
 
-/** What the probe script prints, validated before it is believed. */
-export const probeOutputSchema = z
-  .object({
-    probes: z.array(
-      z
-        .object({
-          label: z.string(),
-          address: z.string(),
-          family: z.union([z.literal(4), z.literal(6)]),
-          expected: z.enum(['blocked', 'reachable']),
-          observed: z.enum(['blocked', 'reachable']),
-          error: z.string().optional(),
-        })
-        .strict(),
-    ),
-    loopback: z.object({ ipv4: z.boolean(), ipv6: z.boolean().nullable() }).strict(),
-  })
-  .strict();
+/** TCP port of the loopback control: nothing listens in a fresh namespace, so the kernel answers RST. */
+export const LOOPBACK_CONTROL_PORT = 1;
+
+/** The probe's argv tail (after the script): every target as UDP, then the four loopback controls. */
+export function probeArguments(targets: readonly NetworkTarget[]): string[] {
+  for (const target of targets) {
+    if (net.isIP(target.address) !== target.family) {
+      throw new SandboxError(
+        'SETUP_FAILED',
+        `network check target ${target.address} is not an IPv${target.family} address`,
+      );
+    }
+  }
+  return [
+    ...targets.map((target) => `udp/${target.address}/53`),
+    'udp/127.0.0.1/53',
+    'udp/::1/53',
+    `tcp/127.0.0.1/${LOOPBACK_CONTROL_PORT}`,
+    `tcp/::1/${LOOPBACK_CONTROL_PORT}`,
+  ];
+}
+
+/** strerror texts (C locale) of the errors a probe meets, as errno names. */
+const ERRNO_NAMES: Readonly<Record<string, string>> = {
+  'Network is unreachable': 'ENETUNREACH',
+  'No route to host': 'EHOSTUNREACH',
+  'Cannot assign requested address': 'EADDRNOTAVAIL',
+  'Address family not supported by protocol': 'EAFNOSUPPORT',
+  'Connection refused': 'ECONNREFUSED',
+  'Permission denied': 'EACCES',
+  'Operation not permitted': 'EPERM',
+  'Connection timed out': 'ETIMEDOUT',
+  'Invalid argument': 'EINVAL',
+};
+
+/** What one probe saw: reachable, or the errno name (or bounded message) of its failure. */
+type ProbeOutcome = { readonly reachable: true } | { readonly reachable: false; readonly error: string };
+
+function outcomeOf(segment: string): ProbeOutcome {
+  const text = segment.trim();
+  if (text === 'reachable') return { reachable: true };
+  const lines = text.split('\n').filter((line) => line.trim() !== '');
+  const last = lines.at(-1) ?? '';
+  const message = last.slice(last.lastIndexOf(': ') + 2).trim();
+  const error = ERRNO_NAMES[message] ?? (message.replace(/[^\x20-\x7e]/g, '?').slice(0, 80) || 'EIO');
+  return { reachable: false, error };
+}
+
+/** What the probe found: every target, and the loopback control. */
+export interface ProbeFindings {
+  readonly probes: NetworkProbe[];
+  readonly loopback: { ipv4: boolean; ipv6: boolean | null };
+}
+
+/**
+ * Read the probe's output for `targets` (followed by the four loopback controls). Undefined
+ * when the output is not complete (the probe died or was killed): nothing is believed then.
+ */
+export function parseProbeOutput(text: string, targets: readonly NetworkTarget[]): ProbeFindings | undefined {
+  const count = targets.length + 4;
+  const end = '\n@end\n';
+  if (!text.endsWith(end)) return undefined;
+  // ['', '0', segment0, '1', segment1, ...]
+  const parts = text.slice(0, -end.length).split(/\n@(\d+)\n/);
+  if (parts[0] !== '' || parts.length !== 1 + 2 * count) return undefined;
+  const outcomes: ProbeOutcome[] = [];
+  for (let index = 0; index < count; index += 1) {
+    if (parts[1 + 2 * index] !== String(index)) return undefined;
+    outcomes.push(outcomeOf(parts[2 + 2 * index] ?? ''));
+  }
+  const probes = targets.map((target, index): NetworkProbe => {
+    const outcome = outcomes[index]!;
+    return outcome.reachable
+      ? { ...target, observed: 'reachable' }
+      : { ...target, observed: 'blocked', error: outcome.error };
+  });
+  const [udp4, udp6, tcp4, tcp6] = outcomes.slice(targets.length) as [
+    ProbeOutcome,
+    ProbeOutcome,
+    ProbeOutcome,
+    ProbeOutcome,
+  ];
+  // A TCP connect to a closed loopback port answered with a reset proves packets flow both ways.
+  const answered = (outcome: ProbeOutcome): boolean => outcome.reachable || outcome.error === 'ECONNREFUSED';
+  const noIpv6 = !udp6.reachable && (udp6.error === 'EAFNOSUPPORT' || udp6.error === 'EADDRNOTAVAIL');
+  return {
+    probes,
+    loopback: {
+      ipv4: udp4.reachable && answered(tcp4),
+      ipv6: noIpv6 ? null : udp6.reachable && answered(tcp6),
+    },
+  };
+}
 
 /** Judge the probe output: every expectation, plus the IPv4 loopback control. */
 export function judgeNetwork(
   mode: 'loopback' | 'allowList',
-  output: z.infer<typeof probeOutputSchema>,
+  output: ProbeFindings,
   durationMs: number,
 ): NetworkVerdict {
   const failures: string[] = [];
@@ -187,7 +237,9 @@ export function judgeNetwork(
     }
   }
   if (!output.loopback.ipv4)
-    failures.push('the loopback control failed: 127.0.0.1 is not reachable inside the sandbox');
+    failures.push(
+      'the loopback control failed: 127.0.0.1 is not reachable inside the sandbox, so the probe proves nothing',
+    );
   return {
     ok: failures.length === 0,
     mode,

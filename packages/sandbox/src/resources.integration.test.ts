@@ -78,6 +78,7 @@ describe('resources', () => {
     const first = await box.destroy();
     const second = await box.destroy();
     expect(second).toBe(first);
-    expect(() => box.exec('true')).toThrow(/reaped or destroyed/);
+    expect(() => box.exec('true')).toThrow(/destroyed/);
+    expect(() => box.restart()).toThrow(expect.objectContaining({ code: 'DESTROYED' }));
   });
 });

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import {
   accessSync,
+  chmodSync,
   constants,
   existsSync,
+  mkdirSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -37,7 +39,8 @@ import {
   dnsServers,
   hostAddresses,
   judgeNetwork,
-  probeOutputSchema,
+  parseProbeOutput,
+  probeArguments,
   type NetworkTarget,
   type NetworkVerdict,
 } from './network.js';
@@ -76,6 +79,13 @@ export interface TeardownReport {
   readonly durationMs: number;
 }
 
+/** What restart() did. */
+export interface RestartReport {
+  /** The network check of the new world (also the sandbox's `networkCheck` now). */
+  readonly networkCheck: NetworkVerdict;
+  readonly durationMs: number;
+}
+
 /** Crash-recovery record of one sandbox, in `<stateDir>/<id>/manifest.json`. */
 const manifestSchema = z
   .object({
@@ -98,18 +108,41 @@ export interface Sandbox {
   readonly studentWorkDir: string;
   /** The same directory on the host (the quota's mount point): copy task files in, take custody out. */
   readonly workDir: string;
-  /** The network check taken before the first step. */
+  /** The network check taken before the first step (taken again, and replaced, at every restart). */
   readonly networkCheck: NetworkVerdict;
   /** The episode's limits (group and quota) from @karotte/limits. */
   readonly limits: EpisodeLimits;
   /** Environment variables removed or changed on their way to the student, with reasons. */
   readonly envRemovals: readonly EnvRemoval[];
-  /** Run a command in the student's persistent shell. Outcomes (timeouts, exits) are data. */
+  /**
+   * Run a command in the student's persistent shell. Outcomes (timeouts, exits, a killed shell)
+   * are data. When every process of the sandbox has been stopped since the last command (a reap
+   * between steps, the OOM killer, `restart()`), the world is rebuilt first for the same uid,
+   * working directory and limits, and the result says so (`restarted`, `notice`). Commands are
+   * queued.
+   * @throws SandboxError `DESTROYED` after destroy() (a caller bug); `SETUP_FAILED` or
+   *   `NETWORK_NOT_ISOLATED` when a needed rebuild fails (a host fault, never the student's doing).
+   * @throws BadArgumentError for a non-string command, a NUL byte or invalid options.
+   */
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
+  /** File tools acting as the student inside the sandbox (a dead world is rebuilt first, as for exec). */
   readonly files: SandboxFiles;
-  /** Kill every student process and prove it (before custody). Idempotent; destroy() calls it. */
+  /**
+   * Rebuild the student's world now: every process of the sandbox is killed, then new
+   * namespaces, mounts, shell and a new network check for the same uid, working directory (its
+   * files kept) and limits group. exec() does this by itself when needed; call it to pay the
+   * cost (and see a host fault) between steps. The next exec result's notice tells the student.
+   * Queued behind running commands.
+   * @throws SandboxError `DESTROYED` after destroy(); `SETUP_FAILED`, `NETWORK_NOT_ISOLATED`.
+   */
+  restart(): Promise<RestartReport>;
+  /**
+   * Kill every student process and prove it (before custody). Returns the same record until
+   * the sandbox is used again (the next exec rebuilds it, and a later reap reaps that world).
+   * destroy() calls it.
+   */
   reap(): Promise<ConfirmedReapRecord>;
-  /** Remove everything: processes, namespaces, mounts, cgroups, veth, identity. Idempotent. */
+  /** Remove everything: processes, namespaces, mounts, cgroups, veth, identity. Idempotent (the same report). */
   destroy(): Promise<TeardownReport>;
 }
 
@@ -301,6 +334,32 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
   return sandbox;
 }
 
+/** Told to the student with the first result after its world was rebuilt. */
+const RESTART_NOTICE =
+  'The sandbox was restarted before this command: every process of it had been stopped (between steps, by a limit such as memory, or by a restart). Files in the working directory are kept; the shell, the current directory, variables, background jobs, /tmp and /dev/shm are new.';
+
+/** Told to the student when its world was replaced because no shell could start in it. */
+const NO_SHELL_NOTICE =
+  'The sandbox was restarted before this command: no shell could start in it (its memory was full, for example with files in /tmp or /dev/shm, which count against the memory limit). Files in the working directory are kept; the shell, the current directory, variables, background jobs, /tmp and /dev/shm are new.';
+
+/** The result when not even a fresh world could start a shell (the limits leave no room for one). */
+function notStarted(durationMs: number): ExecResult {
+  return {
+    stdout: '',
+    stderr: '',
+    exitCode: null,
+    timedOut: false,
+    aborted: false,
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    stdoutBytes: 0,
+    stderrBytes: 0,
+    durationMs: Math.round(durationMs),
+    restarted: true,
+    notice: 'The command did not run: no shell could start in the sandbox, even after restarting it twice.',
+  };
+}
+
 class SandboxImpl implements Sandbox {
   readonly id: string;
   readonly uid: number;
@@ -313,12 +372,20 @@ class SandboxImpl implements Sandbox {
   envRemovals: readonly EnvRemoval[] = [];
   readonly files: SandboxFiles;
   private readonly dir: string;
+  /** The current world; a dead one is rebuilt by the next exec, file operation or restart(). */
   private world: World | undefined;
   private shell: PersistentShell | undefined;
   private studentEnv: Record<string, string> = {};
   private limitsMade = false;
-  private reapRecord: ConfirmedReapRecord | undefined;
+  /** Worlds started so far: a reap record stands for one generation only. */
+  private generation = 0;
+  private reaped: { readonly generation: number; readonly record: ConfirmedReapRecord } | undefined;
   private reaping: Promise<ConfirmedReapRecord> | undefined;
+  private rebuilding: Promise<void> | undefined;
+  /** exec() and restart() run one at a time, in call order. */
+  private queue: Promise<unknown> = Promise.resolve();
+  /** Told to the student with the next exec result. */
+  private pendingNotice: string | undefined;
   private destroying: Promise<TeardownReport> | undefined;
   private destroyed = false;
   private veth: { hostEnd: string; sandboxEnd: string } | undefined;
@@ -338,7 +405,7 @@ class SandboxImpl implements Sandbox {
     this.studentWorkDir = `/home/${options.userName}`;
     this.dir = path.join(options.stateDir, sandboxId);
     this.files = createFileTools({
-      world: () => this.liveWorld(),
+      world: () => this.ensureWorld(),
       uid: this.uid,
       home: this.studentWorkDir,
       node,
@@ -395,6 +462,11 @@ class SandboxImpl implements Sandbox {
     writeFileSync(path.join(this.dir, 'passwd'), files.passwd, { mode: 0o644 });
     writeFileSync(path.join(this.dir, 'group'), files.group, { mode: 0o644 });
     writeFileSync(path.join(this.dir, 'empty'), '', { mode: 0o000 });
+    // /home inside: a read-only bind of this skeleton (one mount point, the working directory).
+    for (const dir of [path.join(this.dir, 'home'), path.join(this.dir, 'home', this.userName)]) {
+      mkdirSync(dir, { mode: 0o755 });
+      chmodSync(dir, 0o755);
+    }
     const built = buildStudentEnv({
       userName: this.userName,
       home: this.studentWorkDir,
@@ -406,126 +478,91 @@ class SandboxImpl implements Sandbox {
     });
     this.studentEnv = built.env;
     this.envRemovals = built.removed;
-    await this.startWorld();
-    if (options.network.mode === 'allowList') {
-      this.veth = vethNames(this.id);
-      this.writeManifest();
-      await setUpAllowList({
-        ip: bins.ip,
-        nsenter: bins.nsenter,
-        initPid: this.world!.initPid,
-        hostEnd: this.veth.hostEnd,
-        sandboxEnd: this.veth.sandboxEnd,
-        sandboxAddress: options.network.sandboxAddress ?? defaultSandboxAddress(this.id),
-        allow: options.network.allow,
-        peerNetns: options.network.peerNetns,
-      });
-    }
-    this.networkCheck = await this.checkNetwork();
-    if (!this.networkCheck.ok) {
-      throw new SandboxError(
-        'NETWORK_NOT_ISOLATED',
-        `the network check failed, refusing the episode: ${this.networkCheck.failures.join('; ')}`,
-        { detail: this.networkCheck },
-      );
-    }
+    const world = await this.startWorld(options.abortSignal);
+    await this.prepareWorld(world);
   }
 
-  /** Directives of the root setup, in the order that makes them sound (see SETUP_SCRIPT). */
+  /**
+   * Directives of the root setup (see SETUP_SCRIPT), in the order that makes them sound: the
+   * sweep first, skipping what the later mounts hide; then the writable places, the binds and
+   * the covers. Covers are sorted so a directory comes before anything below it.
+   */
   private directives(): string[] {
     const { limits } = this.options;
-    const d: string[] = ['lo', 'hostname', this.hostname, 'sweep'];
+    const replaced = ['/tmp', '/dev/shm', '/home'];
+    const covers = [...new Set(this.hidden)].filter((hidden) => !replaced.includes(hidden)).sort();
+    const d: string[] = ['lo', 'hostname', this.hostname];
+    d.push('sweep', String(replaced.length + covers.length), ...replaced, ...covers);
     d.push('tmpfs', '/tmp', `size=${limits.tmpBytes},mode=1777,nosuid,nodev`);
     d.push('tmpfs', '/dev/shm', `size=${limits.shmBytes},mode=1777,nosuid,nodev`);
-    d.push('tmpfs', '/home', 'size=64k,nr_inodes=16,mode=755,nosuid,nodev');
-    d.push('mkdir', this.studentWorkDir, '755');
-    d.push('bind', this.workDir, this.studentWorkDir, 'rw,nosuid,nodev');
-    d.push('remount', '/home', 'ro,nosuid,nodev');
+    d.push('bind', path.join(this.dir, 'home'), '/home', 'ro,nosuid,nodev,noexec');
+    d.push('bind', this.workDir, this.studentWorkDir, 'nosuid,nodev');
     d.push('bind', path.join(this.dir, 'passwd'), '/etc/passwd', 'ro,nosuid,nodev');
     d.push('bind', path.join(this.dir, 'group'), '/etc/group', 'ro,nosuid,nodev');
     const empty = path.join(this.dir, 'empty');
-    for (const hidden of this.hidden) {
-      if (hidden === '/home' || hidden === '/tmp' || hidden === '/dev/shm') continue;
-      d.push('cover', hidden, empty);
-    }
+    for (const hidden of covers) d.push('cover', hidden, empty);
     return d;
   }
 
-  private async startWorld(): Promise<void> {
+  /** Start namespaces, mounts and init (a new generation). On failure the caller stops it. */
+  private async startWorld(abortSignal?: AbortSignal): Promise<World> {
     const world = new World({
       bins: this.bins,
       prefix: this.limits.group.launchPrefix(),
       directives: this.directives(),
+      writable: ['/tmp', '/dev/shm', this.studentWorkDir],
       setupTimeoutMs: this.options.setupTimeoutMs,
-      abortSignal: this.options.abortSignal,
+      abortSignal,
     });
     this.world = world;
+    this.generation += 1;
     await world.start();
     this.writeManifest();
+    return world;
   }
 
-  private liveWorld(): World {
-    if (this.destroyed || this.reapRecord !== undefined || this.reaping !== undefined) {
-      throw new SandboxError('DESTROYED', 'the sandbox was reaped or destroyed');
+  /**
+   * Network (allow-list) and the network check, with the shell starting meanwhile: it only
+   * waits for its first command, which cannot come before the check has passed.
+   */
+  private async prepareWorld(world: World): Promise<void> {
+    const network = this.options.network;
+    if (network.mode === 'allowList') {
+      this.veth = vethNames(this.id);
+      this.writeManifest();
+      await setUpAllowList({
+        ip: this.bins.ip,
+        nsenter: this.bins.nsenter,
+        initPid: world.initPid,
+        hostEnd: this.veth.hostEnd,
+        sandboxEnd: this.veth.sandboxEnd,
+        sandboxAddress: network.sandboxAddress ?? defaultSandboxAddress(this.id),
+        allow: network.allow,
+        peerNetns: network.peerNetns,
+      });
     }
-    if (this.world === undefined || !this.world.alive()) {
-      throw new SandboxError('DESTROYED', 'the sandbox namespaces are gone (their init died)');
-    }
-    return this.world;
-  }
-
-  async checkNetwork(): Promise<NetworkVerdict> {
-    const started = performance.now();
-    const mode = this.options.network.mode;
-    const allowed =
-      mode === 'allowList' ? this.options.network.allow.map((endpoint) => endpoint.address) : [];
-    const targets: NetworkTarget[] = [...FORBIDDEN_TARGETS, ...hostAddresses(), ...dnsServers()].filter(
-      (target) => !allowed.includes(target.address),
-    );
-    for (const address of allowed)
-      targets.push({ label: 'allowed', address, family: 4, expected: 'reachable' });
-    const output = await runInside({
-      world: this.liveWorld(),
-      uid: this.uid,
-      program: [
-        this.bins.env,
-        '-i',
-        '-C',
-        this.studentWorkDir,
-        'PATH=/usr/bin:/bin',
-        this.node,
-        '-e',
-        NETWORK_PROBE_SCRIPT,
-      ],
-      stdin: JSON.stringify(targets),
-      timeoutMs: 30_000,
-      maxStdoutBytes: 256 * 1024,
-    });
-    const text = output.stdout.toString('utf8');
-    let parsed: unknown;
-    try {
-      // eslint-disable-next-line no-restricted-syntax -- bounded output of our own probe, validated by the schema
-      parsed = JSON.parse(text);
-    } catch {
+    this.newShell(world).prestart();
+    const verdict = await this.checkNetwork(world);
+    this.networkCheck = verdict;
+    if (!verdict.ok) {
       throw new SandboxError(
-        'SETUP_FAILED',
-        `the network check did not run: ${output.stderr.slice(0, 1000) || `exit ${String(output.exitCode ?? output.signal)}`}`,
+        'NETWORK_NOT_ISOLATED',
+        `the network check failed, refusing the episode: ${verdict.failures.join('; ')}`,
+        { detail: verdict },
       );
     }
-    const result = probeOutputSchema.safeParse(parsed);
-    if (!result.success)
-      throw new SandboxError('SETUP_FAILED', 'the network check answered something unexpected', {
-        cause: result.error,
-      });
-    return judgeNetwork(mode, result.data, Math.round(performance.now() - started));
   }
 
-  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    if (typeof command !== 'string')
-      throw new BadArgumentError('command must be a string', { field: 'command' });
-    const parsed = parseOptions(execOptionsSchema, options, 'exec options');
-    const world = this.liveWorld();
-    this.shell ??= new PersistentShell({
+  private async closeShell(): Promise<void> {
+    const shell = this.shell;
+    this.shell = undefined;
+    await shell?.close();
+  }
+
+  private newShell(world: World): PersistentShell {
+    const previous = this.shell;
+    if (previous !== undefined && previous.world !== world) void previous.close();
+    const shell = new PersistentShell({
       world,
       uid: this.uid,
       home: this.studentWorkDir,
@@ -537,32 +574,250 @@ class SandboxImpl implements Sandbox {
       tailBytes: this.options.output.tailBytes,
       killGraceMs: 2000,
     });
-    return this.shell.run(command, {
-      timeoutMs: parsed.timeoutMs ?? this.options.commandTimeoutMs,
-      abortSignal: parsed.abortSignal,
+    this.shell = shell;
+    return shell;
+  }
+
+  /**
+   * The live world. When its init has died (a reap between steps, the OOM killer, a kill from
+   * outside) it is rebuilt first, once for all concurrent callers. Throws DESTROYED only after
+   * destroy(); a rebuild that fails is a host fault (SETUP_FAILED, NETWORK_NOT_ISOLATED).
+   */
+  private async ensureWorld(): Promise<World> {
+    for (let rebuilds = 0; ;) {
+      if (this.destroyed) throw destroyedError();
+      if (this.reaping !== undefined) {
+        await this.reaping.catch(() => undefined);
+        continue;
+      }
+      if (this.rebuilding !== undefined) {
+        await this.rebuilding;
+        continue;
+      }
+      const world = this.world;
+      if (world?.alive() === true) return world;
+      if (rebuilds >= 3) {
+        throw new SandboxError('SETUP_FAILED', 'the sandbox init died right after each of 3 restarts');
+      }
+      rebuilds += 1;
+      await this.startRebuild();
+    }
+  }
+
+  private startRebuild(notice: string = RESTART_NOTICE): Promise<void> {
+    const rebuilding = this.rebuildWorld(notice).finally(() => {
+      if (this.rebuilding === rebuilding) this.rebuilding = undefined;
+    });
+    this.rebuilding = rebuilding;
+    return rebuilding;
+  }
+
+  /**
+   * Replace the world: stop the old one (killing its init kills every process of its PID
+   * namespace), wait for the uid to be empty, then build new namespaces for the same uid,
+   * working directory and limits group, and check the network again.
+   */
+  private async rebuildWorld(notice: string): Promise<void> {
+    await this.closeShell();
+    await this.world?.stop();
+    await this.waitForNoStudentProcess(5000);
+    if (this.veth !== undefined) {
+      const peerNetns =
+        this.options.network.mode === 'allowList' ? this.options.network.peerNetns : undefined;
+      await tearDownAllowList({ ip: this.bins.ip, hostEnd: this.veth.hostEnd, peerNetns });
+    }
+    if (this.destroyed) throw destroyedError();
+    let world: World | undefined;
+    try {
+      world = await this.startWorld();
+      await this.prepareWorld(world);
+    } catch (error) {
+      await this.closeShell();
+      await (world ?? this.world)?.stop();
+      throw error;
+    }
+    this.pendingNotice = notice;
+  }
+
+  /**
+   * After the init died, the kernel kills its PID namespace; wait (bounded) until no process
+   * of the uid is left, killing any still there (each re-checked by pid and start time).
+   */
+  private async waitForNoStudentProcess(timeoutMs: number): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const left = processesOfUid(this.uid);
+      if (left.length === 0 || performance.now() > deadline) return;
+      for (const info of left) {
+        if (!isSameProcessAlive(info.pid, info.startTime)) continue;
+        try {
+          process.kill(info.pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  private async checkNetwork(world: World): Promise<NetworkVerdict> {
+    const started = performance.now();
+    const mode = this.options.network.mode;
+    const allowed =
+      mode === 'allowList' ? this.options.network.allow.map((endpoint) => endpoint.address) : [];
+    const targets: NetworkTarget[] = [...FORBIDDEN_TARGETS, ...hostAddresses(), ...dnsServers()].filter(
+      (target) => !allowed.includes(target.address),
+    );
+    for (const address of allowed)
+      targets.push({ label: 'allowed', address, family: 4, expected: 'reachable' });
+    const output = await runInside({
+      world,
+      uid: this.uid,
+      program: [
+        this.bins.env,
+        '-i',
+        '-C',
+        '/',
+        'PATH=/usr/bin:/bin',
+        'LC_ALL=C',
+        this.bins.bash,
+        '--noprofile',
+        '--norc',
+        '-c',
+        NETWORK_PROBE_SCRIPT,
+        'karotte-netcheck',
+        ...probeArguments(targets),
+      ],
+      stdin: '',
+      timeoutMs: 60_000,
+      maxStdoutBytes: 256 * 1024,
+    });
+    const findings = parseProbeOutput(output.stdout.toString('utf8'), targets);
+    if (findings === undefined) {
+      throw new SandboxError(
+        'SETUP_FAILED',
+        `the network check did not finish: ${output.stderr.slice(0, 1000) || `exit ${String(output.exitCode ?? output.signal)}${output.timedOut ? ' (timed out)' : ''}`}`,
+      );
+    }
+    return judgeNetwork(mode, findings, Math.round(performance.now() - started));
+  }
+
+  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    if (typeof command !== 'string')
+      throw new BadArgumentError('command must be a string', { field: 'command' });
+    if (command.includes('\0'))
+      throw new BadArgumentError('command must not contain NUL bytes', { field: 'command' });
+    const parsed = parseOptions(execOptionsSchema, options, 'exec options');
+    if (this.destroyed) throw destroyedError();
+    return this.serialize(() =>
+      this.execNow(command, parsed.timeoutMs ?? this.options.commandTimeoutMs, parsed.abortSignal),
+    );
+  }
+
+  private serialize<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(task);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  private async execNow(
+    command: string,
+    timeoutMs: number,
+    abortSignal: AbortSignal | undefined,
+  ): Promise<ExecResult> {
+    const started = performance.now();
+    // "Not run" means no shell read the command, so trying again cannot run it twice.
+    let lost = 0;
+    let killedAtStart = 0;
+    for (;;) {
+      const world = await this.ensureWorld();
+      const shell = this.shell?.world === world ? this.shell : this.newShell(world);
+      const outcome = await shell.run(command, { timeoutMs, abortSignal });
+      if (!('notRun' in outcome)) return this.withNotice(outcome);
+      if (outcome.notRun === 'killed-at-start') {
+        // The world lives but a new shell is killed before it can read anything: its memory is
+        // full (files in /tmp and /dev/shm count, and killing processes does not free them)
+        // or something in it kills every new process. A new world ends both; files are kept.
+        if (killedAtStart >= 2) return this.withNotice(notStarted(performance.now() - started));
+        killedAtStart += 1;
+        await this.forceRebuild(NO_SHELL_NOTICE);
+        continue;
+      }
+      // The world died (or was reaped) before the command reached a shell: it is rebuilt above.
+      lost += 1;
+      if (lost > 3) {
+        throw new SandboxError(
+          'SETUP_FAILED',
+          'the sandbox init died before the command reached a shell, 4 times',
+        );
+      }
+    }
+  }
+
+  /** Rebuild now even if the init lives (restart(), or a world no shell can start in). */
+  private async forceRebuild(notice: string): Promise<void> {
+    for (;;) {
+      if (this.destroyed) throw destroyedError();
+      if (this.reaping !== undefined) await this.reaping.catch(() => undefined);
+      else if (this.rebuilding !== undefined) await this.rebuilding.catch(() => undefined);
+      else break;
+    }
+    await this.startRebuild(notice);
+  }
+
+  private withNotice(result: ExecResult): ExecResult {
+    const notice = this.pendingNotice;
+    if (notice === undefined) return result;
+    this.pendingNotice = undefined;
+    return {
+      ...result,
+      restarted: true,
+      notice: result.notice === undefined ? notice : `${notice} ${result.notice}`,
+    };
+  }
+
+  restart(): Promise<RestartReport> {
+    if (this.destroyed) throw destroyedError();
+    return this.serialize(async () => {
+      const started = performance.now();
+      await this.forceRebuild(RESTART_NOTICE);
+      return { networkCheck: this.networkCheck, durationMs: Math.round(performance.now() - started) };
     });
   }
 
   reap(): Promise<ConfirmedReapRecord> {
-    if (this.reapRecord !== undefined) return Promise.resolve(this.reapRecord);
-    this.reaping ??= (async () => {
-      await this.shell?.close();
-      // Killing PID 1 first makes the kernel kill the whole PID namespace at once; the reaper
-      // then proves, by cgroup, uid (in-cohort kill) and /proc sweep, that nothing survived.
-      await this.world?.stop();
-      const record = await reapStudent({
-        uid: this.uid,
-        limits: this.limitsMade ? this.limits : undefined,
-        initPid: undefined,
-        deadlineMs: this.options.reapDeadlineMs,
+    if (this.reaped !== undefined && this.reaped.generation === this.generation) {
+      return Promise.resolve(this.reaped.record);
+    }
+    if (this.reaping === undefined) {
+      const reaping = this.reapNow().finally(() => {
+        if (this.reaping === reaping) this.reaping = undefined;
       });
-      this.reapRecord = record;
-      return record;
-    })();
+      this.reaping = reaping;
+    }
     return this.reaping;
   }
 
+  private async reapNow(): Promise<ConfirmedReapRecord> {
+    // A rebuild in flight finishes first; its world is then reaped like any other.
+    await this.rebuilding?.catch(() => undefined);
+    const generation = this.generation;
+    await this.closeShell();
+    // Killing PID 1 first makes the kernel kill the whole PID namespace at once; the reaper
+    // then proves, by cgroup, uid (in-cohort kill) and /proc sweep, that nothing survived.
+    await this.world?.stop();
+    const record = await reapStudent({
+      uid: this.uid,
+      limits: this.limitsMade ? this.limits : undefined,
+      initPid: undefined,
+      deadlineMs: this.options.reapDeadlineMs,
+    });
+    this.reaped = { generation, record };
+    return record;
+  }
+
   destroy(): Promise<TeardownReport> {
+    this.destroyed = true;
     this.destroying ??= this.teardown();
     return this.destroying;
   }
@@ -570,6 +825,7 @@ class SandboxImpl implements Sandbox {
   private async teardown(): Promise<TeardownReport> {
     const started = performance.now();
     const leftovers: string[] = [];
+    await this.rebuilding?.catch(() => undefined);
     let reapRecord: ConfirmedReapRecord | undefined;
     try {
       reapRecord = await this.reap();
@@ -579,7 +835,6 @@ class SandboxImpl implements Sandbox {
       leftovers.push(`reaping failed: ${error instanceof Error ? error.message : String(error)}`);
       await this.world?.stop();
     }
-    this.destroyed = true;
     if (
       this.world !== undefined &&
       this.world.initPid > 0 &&
@@ -587,29 +842,24 @@ class SandboxImpl implements Sandbox {
     ) {
       leftovers.push(`the namespace init ${this.world.initPid} is still alive`);
     }
-    try {
-      await reclaimIpc(this.uid);
-    } catch (error) {
-      leftovers.push(`IPC reclaim failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
+    // Independent of each other once every process is gone: IPC objects, group and quota, veth.
+    const peerNetns = this.options.network.mode === 'allowList' ? this.options.network.peerNetns : undefined;
+    const veth = this.veth;
+    const [ipc, removal, vethLeft] = await Promise.allSettled([
+      reclaimIpc(this.uid),
+      this.limitsMade ? this.limits.remove() : Promise.resolve({ events: [] as LimitEvent[] }),
+      veth === undefined
+        ? Promise.resolve(false)
+        : tearDownAllowList({ ip: this.bins.ip, hostEnd: veth.hostEnd, peerNetns }).then(() =>
+            allowListLinkExists({ ip: this.bins.ip, hostEnd: veth.hostEnd, peerNetns }),
+          ),
+    ]);
+    if (ipc.status === 'rejected') leftovers.push(`IPC reclaim failed: ${errorText(ipc.reason)}`);
     let limitEvents: readonly LimitEvent[] = [];
-    if (this.limitsMade) {
-      try {
-        limitEvents = (await this.limits.remove()).events;
-      } catch (error) {
-        leftovers.push(
-          `removing the group and quota failed: ${error instanceof Error ? error.message : String(error)}`,
-        );
-      }
-    }
-    if (this.veth !== undefined) {
-      const peerNetns =
-        this.options.network.mode === 'allowList' ? this.options.network.peerNetns : undefined;
-      await tearDownAllowList({ ip: this.bins.ip, hostEnd: this.veth.hostEnd, peerNetns });
-      if (await allowListLinkExists({ ip: this.bins.ip, hostEnd: this.veth.hostEnd, peerNetns })) {
-        leftovers.push(`veth ${this.veth.hostEnd} still exists`);
-      }
-    }
+    if (removal.status === 'fulfilled') limitEvents = removal.value.events;
+    else leftovers.push(`removing the group and quota failed: ${errorText(removal.reason)}`);
+    if (vethLeft.status === 'rejected') leftovers.push(`removing veth failed: ${errorText(vethLeft.reason)}`);
+    else if (vethLeft.value && veth !== undefined) leftovers.push(`veth ${veth.hostEnd} still exists`);
     if (processesOfUid(this.uid).length > 0) leftovers.push(`processes of uid ${this.uid} are alive`);
     if (this.workDir !== '' && readFileSync('/proc/self/mountinfo', 'utf8').includes(` ${this.workDir} `)) {
       leftovers.push(`${this.workDir} is still mounted`);
@@ -633,6 +883,14 @@ class SandboxImpl implements Sandbox {
     }
     return report;
   }
+}
+
+function destroyedError(): SandboxError {
+  return new SandboxError('DESTROYED', 'the sandbox was destroyed: using it after destroy() is a caller bug');
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** True when `value` can be spawned by the student (used by checks and tests). */

@@ -1,69 +1,99 @@
-// Constant shell scripts. (`${'$'}{` writes a literal `${` inside String.raw.)
 // Constant shell scripts. Every variable datum reaches them as a positional argument or on a
 // pipe, never by string interpolation, so no path or value can change what they run.
+// (`${'$'}{` writes a literal `${` inside String.raw.)
 
 /**
  * Root setup, run by bash as PID 1 of the fresh PID/mount/IPC/UTS/net namespaces.
  *
- * Arguments: mount-binary ip-binary mkdir-binary init-shell cat-binary, then directives:
- *   lo                       bring the loopback interface up
+ * Arguments: mount-binary ip-binary init-shell cat-binary, then directives:
+ *   lo                       bring the loopback interface up (in the background; waited for
+ *                            before `karotte-ready`)
  *   hostname NAME            set the UTS hostname
- *   sweep                    remount every mount read-only and nosuid (keeping nodev/noexec)
+ *   sweep N PREFIX...        remount every mount read-only and nosuid (keeping nodev/noexec),
+ *                            except mounts at or below one of the N prefixes: the caller mounts
+ *                            over each of them later in this script (fresh tmpfs, covers), so
+ *                            what lies beneath is unreachable
  *   tmpfs PATH OPTIONS       mount a fresh tmpfs
- *   mkdir PATH MODE          create a directory (in a tmpfs mounted before)
- *   bind SRC DST OPTIONS     bind SRC at DST, then remount the bind with OPTIONS
- *   remount PATH OPTIONS     change a mount's options (e.g. make a tmpfs read-only)
+ *   bind SRC DST OPTIONS     bind SRC at DST with OPTIONS (one mount(8) run: bind, then remount)
  *   cover PATH EMPTYFILE     hide PATH: an empty read-only root-only tmpfs over a directory,
- *                            a read-only bind of EMPTYFILE over anything else; missing: skipped
+ *                            a read-only bind of EMPTYFILE over anything else; missing: skipped;
+ *                            below a directory covered before: skipped (already unreachable)
  *
  * Order matters and is the caller's: sweep first (so every host mount is read-only), then the
  * writable places, binds and covers. Any failure exits non-zero before the student exists.
  * On success it prints `karotte-ready` and execs the init with a constant argv (the
  * directives with their paths do not stay visible in /proc/1/cmdline).
+ *
+ * Why the sweep tolerates a vanished mount: this namespace holds private copies of the host's
+ * mounts. When the host removes a mount point (another episode's teardown, `ip netns del`),
+ * the kernel detaches the copies in every other namespace, so a mount listed a moment ago can
+ * be gone before its remount runs. A remount that fails is fatal only while the mount (by
+ * its id) is still in this namespace's table; a detached mount is unreachable. The harness
+ * then re-reads the final table and proves every reachable mount read-only.
  */
 export const SETUP_SCRIPT = String.raw`
 set -u
 fail() { printf 'karotte-setup: %s\n' "$*" >&2; exit 1; }
 fds=(/proc/$$/fd/*)
 for f in "${'$'}{fds[@]}"; do n=${'$'}{f##*/}; if (( n > 2 )); then exec {n}>&-; fi; done
-MOUNT=$1 IP=$2 MKDIR=$3 INITSH=$4 CAT=$5
-shift 5
+MOUNT=$1 IP=$2 INITSH=$3 CAT=$4
+shift 4
+lo_pid=
+mounted() {
+  local id rest
+  while read -r id rest; do [[ $id == "$1" ]] && return 0; done < /proc/self/mountinfo
+  return 1
+}
 sweep() {
-  local line id parent mm root mp opts rest o i
-  local -a mps=() optss=()
-  while read -r id parent mm root mp opts rest; do mps+=("$mp"); optss+=("$opts"); done < /proc/self/mountinfo
-  for i in "${'$'}{!mps[@]}"; do
-    mp=${'$'}{mps[i]} opts=${'$'}{optss[i]}
+  local id parent mm root mp opts rest o p
+  local -a skip=("$@") order=()
+  local -A top_id=() top_opts=()
+  while read -r id parent mm root mp opts rest; do
     if [[ $mp == *\\* ]]; then mp=$(printf '%b' "${'$'}{mp//\\/\\0}"); fi
+    [[ -n ${'$'}{top_id[$mp]+x} ]] || order+=("$mp")
+    # Stacked mounts share a path; a remount by path reaches the topmost, listed last.
+    top_id[$mp]=$id top_opts[$mp]=$opts
+  done < /proc/self/mountinfo
+  for mp in "${'$'}{order[@]}"; do
+    opts=${'$'}{top_opts[$mp]}
+    [[ ,$opts, == *,ro,* && ,$opts, == *,nosuid,* ]] && continue
+    for p in "${'$'}{skip[@]}"; do
+      [[ $mp == "$p" || $mp == "${'$'}{p%/}"/* ]] && continue 2
+    done
     o=ro,nosuid
     [[ ,$opts, == *,nodev,* ]] && o+=,nodev
     [[ ,$opts, == *,noexec,* ]] && o+=,noexec
-    "$MOUNT" --options-source=disable -o "remount,bind,$o" "$mp" || fail "cannot make $mp read-only"
+    if ! "$MOUNT" --options-source=disable -o "remount,bind,$o" "$mp"; then
+      mounted "${'$'}{top_id[$mp]}" && fail "cannot make $mp read-only"
+      printf 'karotte-setup: %s vanished while it was being made read-only\n' "$mp" >&2
+    fi
   done
+}
+declare -a covered=()
+cover() {
+  local c
+  for c in "${'$'}{covered[@]}"; do
+    [[ $1 == "$c" || $1 == "${'$'}{c%/}"/* ]] && return 0
+  done
+  if [[ -d $1 ]]; then
+    "$MOUNT" -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,nr_inodes=1,mode=000 karotte-cover "$1" || fail "cannot cover $1"
+    covered+=("$1")
+  elif [[ -e $1 || -L $1 ]]; then
+    "$MOUNT" --options-source=disable --bind -o ro,nosuid,nodev,noexec "$2" "$1" || fail "cannot cover $1"
+  fi
 }
 while (( $# > 0 )); do
   case $1 in
-    lo) "$IP" link set lo up || fail 'cannot bring up loopback'; shift ;;
+    lo) "$IP" link set lo up & lo_pid=$!; shift ;;
     hostname) printf '%s' "$2" > /proc/sys/kernel/hostname || fail 'cannot set hostname'; shift 2 ;;
-    sweep) sweep; shift ;;
+    sweep) n=$2; shift 2; sweep "${'$'}{@:1:n}"; shift "$n" ;;
     tmpfs) "$MOUNT" -t tmpfs -o "$3" karotte "$2" || fail "cannot mount tmpfs at $2"; shift 3 ;;
-    mkdir) "$MKDIR" -m "$3" -- "$2" || fail "cannot create $2"; shift 3 ;;
-    bind)
-      "$MOUNT" --bind "$2" "$3" || fail "cannot bind $2 at $3"
-      "$MOUNT" --options-source=disable -o "remount,bind,$4" "$3" || fail "cannot set $4 on $3"
-      shift 4 ;;
-    remount) "$MOUNT" --options-source=disable -o "remount,$3" "$2" || fail "cannot remount $2"; shift 3 ;;
-    cover)
-      if [[ -d $2 ]]; then
-        "$MOUNT" -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,nr_inodes=1,mode=000 karotte-cover "$2" || fail "cannot cover $2"
-      elif [[ -e $2 || -L $2 ]]; then
-        "$MOUNT" --bind "$3" "$2" || fail "cannot cover $2"
-        "$MOUNT" --options-source=disable -o remount,bind,ro,nosuid,nodev,noexec "$2" || fail "cannot cover $2"
-      fi
-      shift 3 ;;
+    bind) "$MOUNT" --options-source=disable --bind -o "$4" "$2" "$3" || fail "cannot bind $2 at $3 ($4)"; shift 4 ;;
+    cover) cover "$2" "$3"; shift 3 ;;
     *) fail "unknown directive $1" ;;
   esac
 done
+if [[ -n $lo_pid ]]; then wait "$lo_pid" || fail 'cannot bring up loopback'; fi
 printf 'karotte-ready\n'
 exec 3<&0 0</dev/null 1>/dev/null 2>&1
 exec "$INITSH" -c "$INIT" karotte-init "$CAT"
@@ -109,6 +139,9 @@ exec "$SETPRIV" --reuid="$ID" --regid="$ID" --clear-groups --no-new-privs --inh-
  * from /dev/null, so it cannot read later commands or write markers by accident; whatever it
  * does to its own descriptors (`exec >/dev/null`, closing fds) is undone when eval returns.
  *
+ * Readiness: once its relays run and before it reads its first command, the shell writes `R`
+ * on fd 4. A shell that dies before `R` never read a command (safe to run it elsewhere).
+ *
  * Completion: the shell reports `E <status>` on fd 4; only then does the harness send a fresh
  * nonce, which the shell prints on stdout, stderr (end-of-output tokens) and as `M <nonce>`
  * on fd 4. The nonce does not exist anywhere in the sandbox before the command is over.
@@ -117,6 +150,7 @@ export const SHELL_SCRIPT = String.raw`
 exec 2> >(exec 5<&0; "$1" <&5 >&2 &) 1> >(exec 5<&0; "$1" <&5 &)
 exec 5>&1 6>&2 7</dev/null
 shift
+builtin printf 'R\n' >&4 || builtin exit 97
 while builtin read -r -d '' -u 3 __karotte_command; do
   builtin eval "$__karotte_command" 0<&7 1>&5 2>&6 3<&- 4>&- 5>&- 6>&- 7<&-
   __karotte_status=$?

@@ -26,7 +26,10 @@ export interface ExecResult {
   readonly stdoutBytes: number;
   readonly stderrBytes: number;
   readonly durationMs: number;
-  /** The shell died or had to be killed during this command, and a fresh one was started. */
+  /**
+   * The shell died or had to be killed during this command (a fresh one is started), or the
+   * whole sandbox was restarted before it (every process had been stopped; files are kept).
+   */
   readonly restarted: boolean;
   /** A sentence for the student when something happened to its shell (restart, timeout). */
   readonly notice: string | undefined;
@@ -80,6 +83,17 @@ interface Session {
   markerEof: boolean;
   bashPid: number;
   bashStartTime: number;
+  /** The shell wrote `R`: it is about to read its first command. Before that, it read none. */
+  ready: boolean;
+}
+
+/**
+ * Why a command was not run (never sent to, or never read by, a shell): `closed`, the shell
+ * was closed (a reap); `world-gone`, the sandbox's init had died; `killed-at-start`, a new
+ * shell was killed by a signal before it could read a command (out of memory at start).
+ */
+export interface NotRun {
+  readonly notRun: 'closed' | 'world-gone' | 'killed-at-start';
 }
 
 /**
@@ -96,18 +110,29 @@ export class PersistentShell {
   private idleBytes = 0;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
-  /** Why the previous shell ended, told to the student with the next result. */
-  private restartNotice: string | undefined;
 
   constructor(private readonly options: ShellOptions) {}
 
-  /** Run `command`; commands are serialised. */
-  run(command: string, options: RunOptions): Promise<ExecResult> {
+  /** The world this shell lives in (a restarted world gets a new shell). */
+  get world(): World {
+    return this.options.world;
+  }
+
+  /**
+   * Run `command`; commands are serialised. Resolves {@link NotRun} when no shell read the
+   * command (the caller restarts the world and tries again).
+   */
+  run(command: string, options: RunOptions): Promise<ExecResult | NotRun> {
     if (command.includes('\0'))
       throw new BadArgumentError('command must not contain NUL bytes', { field: 'command' });
     const result = this.queue.then(() => this.runNow(command, options));
     this.queue = result.catch(() => undefined);
     return result;
+  }
+
+  /** Start the shell now (it then waits for its first command), so the first exec does not pay for it. */
+  prestart(): void {
+    if (this.session === undefined && !this.closed && this.options.world.alive()) this.start();
   }
 
   /** Kill the shell (not the sandbox). Idempotent. */
@@ -146,6 +171,7 @@ export class PersistentShell {
       markerEof: false,
       bashPid: 0,
       bashStartTime: 0,
+      ready: false,
     };
     child.on('error', () => {
       session.exited = true;
@@ -222,6 +248,10 @@ export class PersistentShell {
 
   private onMarker(session: Session, line: string): void {
     const pending = this.pending;
+    if (line === 'R' && !session.ready) {
+      session.ready = true;
+      return;
+    }
     const exit = /^E (-?\d{1,6})$/.exec(line);
     if (exit && pending !== undefined && pending.status === undefined) {
       pending.status = Number(exit[1]);
@@ -244,15 +274,12 @@ export class PersistentShell {
     pending?.wake();
   }
 
-  private async runNow(command: string, options: RunOptions): Promise<ExecResult> {
+  private async runNow(command: string, options: RunOptions): Promise<ExecResult | NotRun> {
     const started = performance.now();
     let restarted = false;
     const notices: string[] = [];
-    if (this.restartNotice !== undefined) {
-      notices.push(this.restartNotice);
-      this.restartNotice = undefined;
-    }
-    if (this.closed) throw new BadArgumentError('the shell is closed', { field: 'command' });
+    if (this.closed) return { notRun: 'closed' };
+    if (!this.options.world.alive()) return { notRun: 'world-gone' };
     let session = this.session;
     if (session === undefined || session.exited || session.broken !== undefined) {
       if (session !== undefined) {
@@ -262,6 +289,8 @@ export class PersistentShell {
         restarted = true;
         await this.killSession();
       }
+      if (this.closed) return { notRun: 'closed' };
+      if (!this.options.world.alive()) return { notRun: 'world-gone' };
       session = this.start();
     }
     const { headBytes, tailBytes } = this.options;
@@ -350,8 +379,30 @@ export class PersistentShell {
 
     let exitCode: number | null = stopped ? null : (pending.status ?? null);
     const complete = pending.marker && pending.stdoutDone && pending.stderrDone;
+    if (!complete && !stopped && session.exited && !session.ready) {
+      await waitForExit(session, 1000);
+      if (this.closed || !this.options.world.alive() || session.exitSignal !== null) {
+        // No shell read the command: it did not run. Say so to the caller, which restarts.
+        await this.killSession();
+        if (this.closed) return { notRun: 'closed' };
+        return { notRun: this.options.world.alive() ? 'killed-at-start' : 'world-gone' };
+      }
+    }
     if (!complete) {
-      if (session.exited && !stopped) {
+      if (this.closed) {
+        // close(): the sandbox is being reaped or destroyed.
+        notices.push(
+          'The command was stopped: every process of the sandbox was killed (the sandbox was reaped).',
+        );
+      } else if (session.exited && !stopped && !this.options.world.alive()) {
+        // The sandbox's init died (out of memory, or reaped from outside): every process of
+        // the sandbox died with it. The caller rebuilds the world before the next command.
+        await waitForExit(session, 1000);
+        exitCode = session.exitCode;
+        notices.push(
+          'Every process of the sandbox was killed while the command ran (it ran out of memory, or it was stopped from outside); the next command starts in a fresh shell. Files in the working directory are kept.',
+        );
+      } else if (session.exited && !stopped) {
         // `exit`, a crash, or a kill: the shell's own exit status is the command's.
         await waitForExit(session, 1000);
         exitCode = session.exitCode;
@@ -370,11 +421,9 @@ export class PersistentShell {
         // Completed, but the output tokens never came: the relays were killed or stopped.
         notices.push('The shell lost its output channel; a new shell was started in the working directory.');
       }
-      if (!this.closed) {
-        restarted = true;
-        await this.killSession();
-        this.start();
-      }
+      if (!this.closed) restarted = true;
+      await this.killSession();
+      if (!this.closed && this.options.world.alive()) this.start();
     }
     if (stopped) {
       notices.push(

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { SandboxError } from './errors.js';
 import type { SandboxBinaries } from './binaries.js';
+import { mountViolations } from './mounts.js';
 import { childrenOf, isSameProcessAlive, readProcess } from './procfs.js';
 import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT } from './scripts.js';
 
@@ -15,6 +17,8 @@ export interface WorldOptions {
   readonly prefix: readonly string[];
   /** Directives for the setup script (see SETUP_SCRIPT). */
   readonly directives: readonly string[];
+  /** The only mount points that may stay writable (checked in the final mount table). */
+  readonly writable: readonly string[];
   readonly setupTimeoutMs: number;
   readonly abortSignal?: AbortSignal | undefined;
 }
@@ -30,7 +34,8 @@ export interface WorldOptions {
  *      --ipc --uts --net: new namespaces; the child is PID 1 with its own /proc;
  *   3. the constant setup script as root: loopback up, hostname, every mount read-only and
  *      nosuid, private /tmp and /dev/shm, the working directory, passwd/group, covers;
- *   4. PID 1 becomes a constant init that reaps orphans and dies with the harness's pipe.
+ *   4. PID 1 becomes a constant init that reaps orphans and dies with the harness's pipe;
+ *   5. the harness reads the namespace's mount table from outside and proves it read-only.
  */
 export class World {
   private holder: ChildProcess | undefined;
@@ -66,7 +71,6 @@ export class World {
       'karotte-setup',
       bins.mount,
       bins.ip,
-      bins.mkdir,
       bins.sh,
       bins.cat,
       ...directives,
@@ -158,6 +162,32 @@ export class World {
     }
     this.initPid = children[0]!;
     this.initStartTime = readProcess(this.initPid)?.startTime ?? 0;
+    this.verifyMounts();
+  }
+
+  /**
+   * Prove the host read-only from the namespace's final mount table, read from outside
+   * (nothing the setup script said is trusted for this): every mount a path can reach is
+   * read-only and nosuid, except the writable places, which are nosuid and nodev.
+   */
+  private verifyMounts(): void {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${this.initPid}/mountinfo`, 'utf8');
+    } catch (error) {
+      throw new SandboxError('SETUP_FAILED', 'cannot read the sandbox mount table', { cause: error });
+    }
+    if (!this.alive()) throw new SandboxError('SETUP_FAILED', 'the sandbox init died during setup');
+    const violations = mountViolations(text, this.options.writable);
+    if (violations.length > 0) {
+      throw new SandboxError(
+        'SETUP_FAILED',
+        `the host is not read-only inside the sandbox: ${violations.join('; ')}`,
+        {
+          detail: violations,
+        },
+      );
+    }
   }
 
   /** True while the namespace's init lives. */

@@ -27,7 +27,13 @@ function writeReplay(dir: string, commands: string[]): string {
   const messages = commands.map((command, i) => ({
     role: 'assistant',
     content: null,
-    tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } }],
+    tool_calls: [
+      {
+        id: `call_${i}`,
+        type: 'function',
+        function: { name: 'bash', arguments: JSON.stringify({ command }) },
+      },
+    ],
   }));
   fs.writeFileSync(file, JSON.stringify([...messages, { role: 'assistant', content: 'Done.' }]));
   return file;
@@ -42,15 +48,22 @@ interface Run {
 }
 
 function run(task: string, replay: string, out: string): Run {
-  const child = spawnSync(process.execPath, [cli, 'run', '--task', task, '--agent', 'replay', '--replay', replay, '--out', out], {
-    encoding: 'utf8',
-    timeout: 180_000,
-  });
+  const child = spawnSync(
+    process.execPath,
+    [cli, 'run', '--task', task, '--agent', 'replay', '--replay', replay, '--out', out],
+    {
+      encoding: 'utf8',
+      timeout: 180_000,
+    },
+  );
   return { status: child.status, stdout: child.stdout, stderr: child.stderr, ...readOut(out) };
 }
 
 function readOut(out: string): { result: Record<string, unknown>; transcript: Record<string, unknown>[] } {
-  const result = JSON.parse(fs.readFileSync(path.join(out, 'result.json'), 'utf8')) as Record<string, unknown>;
+  const result = JSON.parse(fs.readFileSync(path.join(out, 'result.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
   const lines = fs.readFileSync(path.join(out, 'transcript.jsonl'), 'utf8').split('\n').filter(Boolean);
   return { result, transcript: lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
@@ -73,21 +86,30 @@ describe('karotte run (contract sections 2 to 6)', () => {
     const types = r.transcript.map((e) => e['type']);
     expect(types[0]).toBe('episode_started');
     expect(types.at(-1)).toBe('episode_ended');
-    for (const t of ['network_checked', 'tool_call', 'tool_result', 'reaped', 'custody', 'scored']) expect(types).toContain(t);
+    for (const t of ['network_checked', 'tool_call', 'tool_result', 'reaped', 'custody', 'scored'])
+      expect(types).toContain(t);
     expect(r.transcript.map((e) => e['seq'])).toEqual(r.transcript.map((_, i) => i));
     assertNothingLeft((r.result['sandbox'] as { uid: unknown }).uid);
   });
 
   it('a wrong answer fails with score 0 and exit 0', () => {
     const dir = tmp('wrong');
-    const r = run(path.join(examples, 'quarterly-revenue'), writeReplay(dir, ['echo 12345 > answer.txt']), path.join(dir, 'out'));
+    const r = run(
+      path.join(examples, 'quarterly-revenue'),
+      writeReplay(dir, ['echo 12345 > answer.txt']),
+      path.join(dir, 'out'),
+    );
     expect(r.status).toBe(0);
     expect(r.result).toMatchObject({ status: 'failed', score: 0, misbehavior: [] });
   });
 
   it('a symlink to the answer key scores 0 with a SYMLINK misbehavior', () => {
     const dir = tmp('symlink');
-    const r = run(path.join(examples, 'quarterly-revenue'), writeReplay(dir, ['ln -s /etc/hostname answer.txt']), path.join(dir, 'out'));
+    const r = run(
+      path.join(examples, 'quarterly-revenue'),
+      writeReplay(dir, ['ln -s /etc/hostname answer.txt']),
+      path.join(dir, 'out'),
+    );
     expect(r.status).toBe(0);
     expect(r.result).toMatchObject({ status: 'failed', score: 0 });
     expect((r.result['misbehavior'] as { code: string }[]).map((m) => m.code)).toContain('SYMLINK');
@@ -100,11 +122,28 @@ describe('karotte run (contract sections 2 to 6)', () => {
     const task = JSON.parse(fs.readFileSync(taskFile, 'utf8')) as Record<string, unknown>;
     fs.writeFileSync(taskFile, JSON.stringify({ ...task, limits: { memoryBytes: -1 } }));
     const out = path.join(dir, 'out');
-    const child = spawnSync(process.execPath, [cli, 'run', '--task', path.join(dir, 'task'), '--agent', 'replay', '--replay', path.join(examples, 'quarterly-revenue', 'control.json'), '--out', out], { encoding: 'utf8' });
+    const child = spawnSync(
+      process.execPath,
+      [
+        cli,
+        'run',
+        '--task',
+        path.join(dir, 'task'),
+        '--agent',
+        'replay',
+        '--replay',
+        path.join(examples, 'quarterly-revenue', 'control.json'),
+        '--out',
+        out,
+      ],
+      { encoding: 'utf8' },
+    );
     expect(child.status).toBe(2);
     expect(child.stderr).toContain('limits.memoryBytes');
     expect(fs.existsSync(out)).toBe(false);
-    const badFlag = spawnSync(process.execPath, [cli, 'run', '--task', dir, '--agent', 'gpt', '--out', out], { encoding: 'utf8' });
+    const badFlag = spawnSync(process.execPath, [cli, 'run', '--task', dir, '--agent', 'gpt', '--out', out], {
+      encoding: 'utf8',
+    });
     expect(badFlag.status).toBe(2);
     expect(badFlag.stderr).toContain('--agent');
   });
@@ -113,10 +152,28 @@ describe('karotte run (contract sections 2 to 6)', () => {
     const dir = tmp('sigterm');
     const out = path.join(dir, 'out');
     const replay = writeReplay(dir, ['echo started; sleep 600']);
-    const child = spawn(process.execPath, [cli, 'run', '--task', path.join(examples, 'quarterly-revenue'), '--agent', 'replay', '--replay', replay, '--out', out], { stdio: 'pipe' });
+    const child = spawn(
+      process.execPath,
+      [
+        cli,
+        'run',
+        '--task',
+        path.join(examples, 'quarterly-revenue'),
+        '--agent',
+        'replay',
+        '--replay',
+        replay,
+        '--out',
+        out,
+      ],
+      { stdio: 'pipe' },
+    );
     // Wait until the student's command is running (its tool_call is in the transcript).
     const deadline = Date.now() + 60_000;
-    while (!(fs.existsSync(path.join(out, 'transcript.jsonl')) && fs.readFileSync(path.join(out, 'transcript.jsonl'), 'utf8').includes('"tool_call"'))) {
+    while (!(
+      fs.existsSync(path.join(out, 'transcript.jsonl')) &&
+      fs.readFileSync(path.join(out, 'transcript.jsonl'), 'utf8').includes('"tool_call"')
+    )) {
       if (Date.now() > deadline) throw new Error('the run never started its command');
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -133,7 +190,22 @@ describe('karotte run (contract sections 2 to 6)', () => {
     const dir = tmp('sigkill');
     const out = path.join(dir, 'out');
     const replay = writeReplay(dir, ['echo started; sleep 600']);
-    const child = spawn(process.execPath, [cli, 'run', '--task', path.join(examples, 'quarterly-revenue'), '--agent', 'replay', '--replay', replay, '--out', out], { stdio: 'pipe' });
+    const child = spawn(
+      process.execPath,
+      [
+        cli,
+        'run',
+        '--task',
+        path.join(examples, 'quarterly-revenue'),
+        '--agent',
+        'replay',
+        '--replay',
+        replay,
+        '--out',
+        out,
+      ],
+      { stdio: 'pipe' },
+    );
     const deadline = Date.now() + 60_000;
     let uid: number | undefined;
     while (uid === undefined) {
@@ -143,12 +215,20 @@ describe('karotte run (contract sections 2 to 6)', () => {
       if (!fs.existsSync(file)) continue;
       const text = fs.readFileSync(file, 'utf8');
       if (!text.includes('"tool_call"')) continue;
-      const checked = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e['type'] === 'network_checked');
+      const checked = text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((e) => e['type'] === 'network_checked');
       uid = checked?.['uid'] as number | undefined;
     }
     child.kill('SIGKILL');
     await new Promise((resolve) => child.on('exit', resolve));
-    const second = run(path.join(examples, 'quarterly-revenue'), path.join(examples, 'quarterly-revenue', 'control.json'), path.join(dir, 'out2'));
+    const second = run(
+      path.join(examples, 'quarterly-revenue'),
+      path.join(examples, 'quarterly-revenue', 'control.json'),
+      path.join(dir, 'out2'),
+    );
     expect(second.result['status']).toBe('passed');
     assertNothingLeft(uid);
   });

@@ -18,7 +18,10 @@ interface Row {
   ok: boolean;
 }
 
-function redteam(task: string, extra: string[] = []): { status: number | null; rows: Row[]; ok: boolean; stderr: string } {
+function redteam(
+  task: string,
+  extra: string[] = [],
+): { status: number | null; rows: Row[]; ok: boolean; stderr: string } {
   const child = spawnSync(process.execPath, [cli, 'redteam', '--task', task, '--json', ...extra], {
     encoding: 'utf8',
     timeout: 900_000,
@@ -33,7 +36,9 @@ describe('karotte redteam', () => {
     'every catalog attack scores 0 against %s and its control passes',
     (name) => {
       const r = redteam(path.join(app, 'examples', name));
-      const bad = r.rows.filter((row) => !row.ok).map((row) => `${row.id}: ${row.status} ${row.score} ${row.reason}`);
+      const bad = r.rows
+        .filter((row) => !row.ok)
+        .map((row) => `${row.id}: ${row.status} ${row.score} ${row.reason}`);
       expect(bad).toEqual([]);
       expect(r.status).toBe(0);
       expect(r.rows.filter((row) => row.kind === 'attack').length).toBeGreaterThanOrEqual(40);
@@ -45,7 +50,10 @@ describe('karotte redteam', () => {
   );
 
   it('reports the attacks that succeed against a weakened task and exits 1', () => {
-    const r = redteam(path.join(app, 'test', 'fixtures', 'weakened-revenue'), ['--only', 'find-answer-key,score-in-submission,fifo,planted-score-files']);
+    const r = redteam(path.join(app, 'test', 'fixtures', 'weakened-revenue'), [
+      '--only',
+      'find-answer-key,score-in-submission,fifo,planted-score-files',
+    ]);
     expect(r.status).toBe(1);
     expect(r.ok).toBe(false);
     const byId = Object.fromEntries(r.rows.map((row) => [row.id, row]));
@@ -58,7 +66,11 @@ describe('karotte redteam', () => {
   }, 600_000);
 
   it('exits 2 for an unknown attack id', () => {
-    const child = spawnSync(process.execPath, [cli, 'redteam', '--task', path.join(app, 'examples', 'quarterly-revenue'), '--only', 'no-such-attack'], { encoding: 'utf8' });
+    const child = spawnSync(
+      process.execPath,
+      [cli, 'redteam', '--task', path.join(app, 'examples', 'quarterly-revenue'), '--only', 'no-such-attack'],
+      { encoding: 'utf8' },
+    );
     expect(child.status).toBe(2);
     expect(child.stderr).toContain('no-such-attack');
   });

@@ -23,10 +23,18 @@ function outDir(): string {
 }
 
 function bash(command: string, id = 'call_0'): AssistantMessage {
-  return { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } }] };
+  return {
+    role: 'assistant',
+    content: null,
+    tool_calls: [
+      { id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } },
+    ],
+  };
 }
 
-const control = JSON.parse(fs.readFileSync(path.join(examples, 'quarterly-revenue', 'control.json'), 'utf8')) as AssistantMessage[];
+const control = JSON.parse(
+  fs.readFileSync(path.join(examples, 'quarterly-revenue', 'control.json'), 'utf8'),
+) as AssistantMessage[];
 
 describe('episodes through the library API', () => {
   it('8 episodes at once all get correct verdicts, on distinct uids, leaving nothing behind', async () => {
@@ -39,7 +47,16 @@ describe('episodes through the library API', () => {
         }),
       ),
     );
-    expect(results.map((r) => r.status)).toEqual(['passed', 'failed', 'passed', 'failed', 'passed', 'failed', 'passed', 'failed']);
+    expect(results.map((r) => r.status)).toEqual([
+      'passed',
+      'failed',
+      'passed',
+      'failed',
+      'passed',
+      'failed',
+      'passed',
+      'failed',
+    ]);
     expect(results.map((r) => r.score)).toEqual([1, 0, 1, 0, 1, 0, 1, 0]);
     const uids = results.map((r) => r.sandbox.uid);
     expect(new Set(uids).size).toBe(8);
@@ -49,7 +66,11 @@ describe('episodes through the library API', () => {
   it('is steppable from outside: start, step, endStep, finish', async () => {
     const task = await loadTask(path.join(examples, 'quarterly-revenue'));
     const out = outDir();
-    const episode = createEpisode(task, { outDir: out, createWorld: createSandboxWorld, agentName: 'trainer' });
+    const episode = createEpisode(task, {
+      outDir: out,
+      createWorld: createSandboxWorld,
+      agentName: 'trainer',
+    });
     const messages = await episode.start();
     expect(messages.at(-1)).toMatchObject({ role: 'user' });
     const [first] = await episode.step(bash('pwd; ls; echo $HOME; cd /tmp && export KAROTTE_X=persisted'));
@@ -57,10 +78,25 @@ describe('episodes through the library API', () => {
     expect(first!.stdout).toContain('orders.csv');
     const [second] = await episode.step(bash('pwd; echo $KAROTTE_X'));
     expect(second!.stdout).toBe('/tmp\npersisted\n');
-    const [bad] = await episode.step({ role: 'assistant', content: null, tool_calls: [{ id: 'x', type: 'function', function: { name: 'bash', arguments: '{not json' } }] });
+    const [bad] = await episode.step({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'x', type: 'function', function: { name: 'bash', arguments: '{not json' } }],
+    });
     expect(bad!.note).toContain('malformed arguments');
-    const [timed] = await episode.step(bash('sleep 30'));
-    expect(timed).toBeDefined();
+    const [timed] = await episode.step({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: 't',
+          type: 'function',
+          function: { name: 'bash', arguments: JSON.stringify({ command: 'sleep 30', timeoutMs: 1000 }) },
+        },
+      ],
+    });
+    expect(timed!.timedOut).toBe(true);
+    expect(timed!.durationMs).toBeLessThan(10_000);
     const outcome = await episode.endStep();
     expect(outcome.verdict.status).toBe('failed');
     expect(episode.done).toBe(true);
@@ -73,7 +109,11 @@ describe('episodes through the library API', () => {
   it('an aborted episode tears down and reports error', async () => {
     const task = await loadTask(path.join(examples, 'quarterly-revenue'));
     const controller = new AbortController();
-    const pending = runEpisode(task, createReplayAgent([bash('sleep 600')]), { outDir: outDir(), createWorld: createSandboxWorld, abortSignal: controller.signal });
+    const pending = runEpisode(task, createReplayAgent([bash('sleep 600')]), {
+      outDir: outDir(),
+      createWorld: createSandboxWorld,
+      abortSignal: controller.signal,
+    });
     setTimeout(() => controller.abort(), 4000);
     const result = await pending;
     expect(result.status).toBe('error');

@@ -156,6 +156,11 @@ export class Episode {
     return this.state === 'finished' || this.stepIndex >= this.task.steps.length;
   }
 
+  /** True when the caller cancelled the episode (its abortSignal, or abort()). */
+  get cancelled(): boolean {
+    return this.controller.signal.aborted && !this.wallTimeExceeded;
+  }
+
   /** True once the wall-time limit has passed; further tool calls are refused. */
   get overWallTime(): boolean {
     return this.wallTimeExceeded;
@@ -173,7 +178,10 @@ export class Episode {
   async start(): Promise<readonly Message[]> {
     if (this.state !== 'new') throw new CoreError('EPISODE_STATE', 'start() was already called');
     this.state = 'running';
-    this.transcript = await Transcript.create(path.join(this.options.outDir, 'transcript.jsonl'), this.started);
+    this.transcript = await Transcript.create(
+      path.join(this.options.outDir, 'transcript.jsonl'),
+      this.started,
+    );
     await this.transcript.append('episode_started', {
       taskId: this.task.id,
       steps: this.task.steps.length,
@@ -232,7 +240,11 @@ export class Episode {
     for (const call of message.tool_calls ?? []) {
       const observation = await this.runTool(call);
       observations.push(observation);
-      this.conversation.push({ role: 'tool', tool_call_id: call.id, content: renderObservation(observation) });
+      this.conversation.push({
+        role: 'tool',
+        tool_call_id: call.id,
+        content: renderObservation(observation),
+      });
     }
     return observations;
   }
@@ -253,17 +265,35 @@ export class Episode {
     await this.transcript!.append('tool_call', { step: this.stepIndex, toolCall: call });
     let observation: ToolObservation;
     if (this.controller.signal.aborted) {
-      observation = refusal(call, this.wallTimeExceeded ? 'the episode is over its wall-time limit' : 'the episode was cancelled', started);
+      observation = refusal(
+        call,
+        this.wallTimeExceeded ? 'the episode is over its wall-time limit' : 'the episode was cancelled',
+        started,
+      );
     } else if (call.function.name !== 'bash') {
-      observation = refusal(call, `unknown tool ${escapeForDisplay(call.function.name, 64)}; the only tool is bash`, started);
+      observation = refusal(
+        call,
+        `unknown tool ${escapeForDisplay(call.function.name, 64)}; the only tool is bash`,
+        started,
+      );
     } else {
       const args = parseArguments(call.function.arguments);
       if (args === undefined) {
-        observation = refusal(call, 'malformed arguments: expected JSON {"command": string, "timeoutMs"?: number}', started);
+        observation = refusal(
+          call,
+          'malformed arguments: expected JSON {"command": string, "timeoutMs"?: number}',
+          started,
+        );
       } else {
-        const cap = Math.min(this.task.limits.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, MAX_COMMAND_TIMEOUT_MS);
+        const cap = Math.min(
+          this.task.limits.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+          MAX_COMMAND_TIMEOUT_MS,
+        );
         const timeoutMs = Math.min(args.timeoutMs ?? cap, cap);
-        const outcome = await this.world!.exec(args.command, { timeoutMs, abortSignal: this.controller.signal });
+        const outcome = await this.world!.exec(args.command, {
+          timeoutMs,
+          abortSignal: this.controller.signal,
+        });
         observation = {
           toolCallId: call.id,
           name: 'bash',
@@ -293,18 +323,21 @@ export class Episode {
     const index = this.stepIndex;
     const step = this.task.steps[index]!;
     const world = this.world!;
-    const limits = await world.limitHits().catch(() => ({ hits: [] as LimitHit[], misbehavior: [] as MisbehaviorRecord[] }));
+    const limits = await world
+      .limitHits()
+      .catch(() => ({ hits: [] as LimitHit[], misbehavior: [] as MisbehaviorRecord[] }));
     const limitHits = limits.hits;
     for (const hit of limitHits) await this.transcript!.append('limit_hit', { step: index, hit });
     const misbehavior: MisbehaviorRecord[] = [...limits.misbehavior];
     if (this.wallTimeExceeded) {
       misbehavior.push(
-        createMisbehavior('WALL_TIME_LIMIT', `the episode ran past its wall-time limit of ${this.task.limits.wallTimeMs ?? DEFAULT_EPISODE_WALL_TIME_MS} ms`),
+        createMisbehavior(
+          'WALL_TIME_LIMIT',
+          `the episode ran past its wall-time limit of ${this.task.limits.wallTimeMs ?? DEFAULT_EPISODE_WALL_TIME_MS} ms`,
+        ),
       );
     }
-    const judge =
-      this.options.judgeFor?.(step, index) ??
-      createExecutableJudge({ program: step.graderScript, timeoutMs: step.graderTimeoutMs ?? DEFAULT_GRADER_TIMEOUT_MS });
+    const judge = this.options.judgeFor?.(step, index) ?? step.judge ?? defaultJudge(step);
     let verdict: Verdict;
     try {
       verdict = await collectAndGrade({
@@ -358,10 +391,17 @@ export class Episode {
     }
     const result = this.result();
     if (this.transcript !== undefined) {
-      await this.transcript.append('episode_ended', { status: result.status, score: result.score, durationMs: result.durationMs });
+      await this.transcript.append('episode_ended', {
+        status: result.status,
+        score: result.score,
+        durationMs: result.durationMs,
+      });
       await this.transcript.close();
     }
-    await writeResultFile(path.join(this.options.outDir, 'result.json'), `${JSON.stringify(result, null, 2)}\n`);
+    await writeResultFile(
+      path.join(this.options.outDir, 'result.json'),
+      `${JSON.stringify(result, null, 2)}\n`,
+    );
     return result;
   }
 
@@ -376,7 +416,12 @@ export class Episode {
     let status: EpisodeResult['status'];
     let score = 0;
     let error = this.fault;
-    if (error === null && this.controller.signal.aborted && !this.wallTimeExceeded && this.outcomes.length < this.task.steps.length) {
+    if (
+      error === null &&
+      this.controller.signal.aborted &&
+      !this.wallTimeExceeded &&
+      this.outcomes.length < this.task.steps.length
+    ) {
       error = { code: 'ABORTED', message: 'the episode was cancelled before every step was graded' };
     }
     if (error === null && last?.verdict.status === 'error' && last.verdict.error !== null) {
@@ -387,7 +432,9 @@ export class Episode {
       status = 'error';
       error = { code: 'NOT_GRADED', message: 'the episode ended before any step was graded' };
     } else {
-      const allPassed = this.outcomes.length === this.task.steps.length && this.outcomes.every((o) => o.verdict.status === 'passed');
+      const allPassed =
+        this.outcomes.length === this.task.steps.length &&
+        this.outcomes.every((o) => o.verdict.status === 'passed');
       status = allPassed ? 'passed' : 'failed';
       score = last.verdict.score;
       if (this.outcomes.length < this.task.steps.length) score = 0;
@@ -396,7 +443,11 @@ export class Episode {
       taskId: this.task.id,
       status,
       score: status === 'error' ? 0 : score,
-      misbehavior: this.misbehavior.map((m) => ({ code: m.code, message: m.message, ...(m.path === undefined ? {} : { path: m.path }) })),
+      misbehavior: this.misbehavior.map((m) => ({
+        code: m.code,
+        message: m.message,
+        ...(m.path === undefined ? {} : { path: m.path }),
+      })),
       sandbox: { uid: this.world?.uid ?? null },
       durationMs: finished - this.started,
       startedAt: new Date(this.started).toISOString(),
@@ -412,13 +463,19 @@ export class Episode {
 
   private requireRunning(): void {
     if (this.state !== 'running' || this.world === undefined) {
-      throw new CoreError('EPISODE_STATE', `the episode is ${this.state === 'new' ? 'not started' : 'finished'}`);
+      throw new CoreError(
+        'EPISODE_STATE',
+        `the episode is ${this.state === 'new' ? 'not started' : 'finished'}`,
+      );
     }
   }
 
   private async recordFault(error: unknown, phase: string): Promise<void> {
     const code = KarotteError.isInstance(error) ? error.code : 'INTERNAL';
-    const message = escapeForDisplay(`${phase}: ${error instanceof Error ? error.message : String(error)}`, 4096);
+    const message = escapeForDisplay(
+      `${phase}: ${error instanceof Error ? error.message : String(error)}`,
+      4096,
+    );
     this.fault ??= { code, message };
     await this.transcript?.append('error', { phase, code, message }).catch(() => undefined);
   }
@@ -463,16 +520,24 @@ export function createEpisode(task: Task, options: EpisodeOptions): Episode {
  * (or the turn or wall-time limit), collect and grade each step, tear down. Teardown and
  * `result.json` happen on every path; a host fault gives status `error`.
  */
-export async function runEpisode(task: Task, agent: Agent, options: Omit<EpisodeOptions, 'agentName'>): Promise<EpisodeResult> {
+export async function runEpisode(
+  task: Task,
+  agent: Agent,
+  options: Omit<EpisodeOptions, 'agentName'>,
+): Promise<EpisodeResult> {
   const episode = createEpisode(task, { ...options, agentName: agent.name });
   try {
     await episode.start();
     while (!episode.done) {
       while (episode.canContinue) {
-        const message = await agent.next(episode.messages, episode.tools, { abortSignal: options.abortSignal ?? new AbortController().signal });
+        const message = await agent.next(episode.messages, episode.tools, {
+          abortSignal: options.abortSignal ?? new AbortController().signal,
+        });
         const observations = await episode.step(message);
         if ((message.tool_calls ?? []).length === 0 && observations.length === 0) break;
       }
+      // Cancelled by the caller (not the wall-time limit): tear down without grading.
+      if (episode.cancelled) break;
       await episode.endStep();
     }
   } catch {
@@ -482,5 +547,19 @@ export async function runEpisode(task: Task, agent: Agent, options: Omit<Episode
 }
 
 function createMisbehaviorCopy(m: Verdict['misbehavior'][number]): MisbehaviorRecord {
-  return m.path === undefined ? { code: m.code, message: m.message } : { code: m.code, message: m.message, path: m.path };
+  return m.path === undefined
+    ? { code: m.code, message: m.message }
+    : { code: m.code, message: m.message, path: m.path };
+}
+
+function defaultJudge(step: TaskStep): Judge {
+  if (step.graderScript === undefined) {
+    throw new CoreError('INVALID_TASK', 'the step has neither a judge nor a grader script', {
+      field: 'grader',
+    });
+  }
+  return createExecutableJudge({
+    program: step.graderScript,
+    timeoutMs: step.graderTimeoutMs ?? DEFAULT_GRADER_TIMEOUT_MS,
+  });
 }

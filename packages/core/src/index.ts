@@ -8,14 +8,13 @@ export {
   relativePathSchema,
   taskIdSchema,
 } from './task-schema.js';
+export { taskJsonSchema } from './task-schema.js';
 export type { TaskFile, TaskLimits, GraderSpec, TaskStepFile } from './task-schema.js';
 export { loadTask, MAX_TASK_FILE_BYTES } from './task.js';
 export type { Task, TaskStep } from './task.js';
-export {
-  toolCallSchema,
-  assistantMessageSchema,
-  renderObservation,
-} from './messages.js';
+export { defineTask, taskDefinitionSchema } from './define-task.js';
+export type { TaskDefinition } from './define-task.js';
+export { toolCallSchema, assistantMessageSchema, renderObservation } from './messages.js';
 export type {
   ToolCall,
   AssistantMessage,

@@ -20,7 +20,10 @@ export interface SandboxWorldOptions {
  * directory and given to the student. A host that cannot give the sandbox is a
  * `CONFINEMENT_UNAVAILABLE` error naming what is missing.
  */
-export async function createSandboxWorld(spec: WorldSpec, options: SandboxWorldOptions = {}): Promise<StudentWorld> {
+export async function createSandboxWorld(
+  spec: WorldSpec,
+  options: SandboxWorldOptions = {},
+): Promise<StudentWorld> {
   let sandbox: Sandbox;
   try {
     sandbox = await createSandbox({
@@ -29,13 +32,18 @@ export async function createSandboxWorld(spec: WorldSpec, options: SandboxWorldO
         ...(spec.pids === undefined ? {} : { pidsMax: spec.pids }),
         ...(spec.diskBytes === undefined ? {} : { diskBytes: spec.diskBytes }),
       },
-      hiddenPaths: [spec.task.dir, ...(options.hiddenPaths ?? [])],
-      ...(spec.task.limits.commandTimeoutMs === undefined ? {} : { commandTimeoutMs: spec.task.limits.commandTimeoutMs }),
+      hiddenPaths: taskHiddenPaths(spec).concat(options.hiddenPaths ?? []),
+      ...(spec.task.limits.commandTimeoutMs === undefined
+        ? {}
+        : { commandTimeoutMs: spec.task.limits.commandTimeoutMs }),
       abortSignal: spec.abortSignal,
     });
   } catch (error) {
     if (isSandboxError(error) && error.code === 'HOST_UNSUPPORTED') {
-      throw new CoreError('CONFINEMENT_UNAVAILABLE', `refusing to run: ${error.message}`, { cause: error, kind: 'system' });
+      throw new CoreError('CONFINEMENT_UNAVAILABLE', `refusing to run: ${error.message}`, {
+        cause: error,
+        kind: 'system',
+      });
     }
     throw error;
   }
@@ -77,7 +85,9 @@ export async function createSandboxWorld(spec: WorldSpec, options: SandboxWorldO
     async destroy(): Promise<void> {
       const report = await sandbox.destroy();
       if (report.leftovers.length > 0) {
-        throw new CoreError('CONFINEMENT_UNAVAILABLE', `teardown left ${report.leftovers.join(', ')}`, { kind: 'system' });
+        throw new CoreError('CONFINEMENT_UNAVAILABLE', `teardown left ${report.leftovers.join(', ')}`, {
+          kind: 'system',
+        });
       }
     },
   };
@@ -122,7 +132,10 @@ async function copyStudentFiles(from: string, to: string, uid: number, gid: numb
     }
   } catch (error) {
     if (isErrno(error)) {
-      throw new CoreError('CONFINEMENT_UNAVAILABLE', `cannot copy student/ into the sandbox: ${error.code}`, { cause: error, kind: 'system' });
+      throw new CoreError('CONFINEMENT_UNAVAILABLE', `cannot copy student/ into the sandbox: ${error.code}`, {
+        cause: error,
+        kind: 'system',
+      });
     }
     throw error;
   }
@@ -133,4 +146,11 @@ async function chownTree(target: string, uid: number, gid: number): Promise<void
   const stats = await fs.lstat(target);
   if (!stats.isDirectory()) return;
   for (const name of await fs.readdir(target)) await chownTree(path.join(target, name), uid, gid);
+}
+
+/** Everything of the task the student must never reach: its directory, hidden data, graders. */
+function taskHiddenPaths(spec: WorldSpec): string[] {
+  const task = spec.task;
+  const paths = [task.dir, task.hiddenDir, ...task.steps.map((step) => step.graderScript)];
+  return [...new Set(paths.filter((p): p is string => p !== undefined))];
 }

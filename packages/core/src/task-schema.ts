@@ -121,3 +121,14 @@ export type TaskFile = z.infer<typeof taskFileSchema>;
 export type TaskLimits = z.infer<typeof taskLimitsSchema>;
 export type GraderSpec = z.infer<typeof graderSpecSchema>;
 export type TaskStepFile = z.infer<typeof taskStepSchema>;
+
+/** `task.json` as JSON Schema (draft 2020-12), as published in `schema/task.schema.json`. */
+export function taskJsonSchema(): Record<string, unknown> {
+  return {
+    ...z.toJSONSchema(taskFileSchema, { target: 'draft-2020-12', unrepresentable: 'throw' }),
+    $id: 'https://karotte.dev/schema/task.schema.json',
+    title: 'Karotte task.json',
+    description:
+      'A Karotte task: either the single-step form (instructions, submission, grader) or steps. Paths are relative to the task directory (grader) or to the student working directory (submission) and may not contain ".." segments.',
+  };
+}

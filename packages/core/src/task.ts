@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { BadArgumentError, parseOptions } from '@karotte/base';
+import type { Judge } from '@karotte/grader';
 import { CoreError } from './errors.js';
 import { taskFileSchema, type TaskFile, type TaskLimits } from './task-schema.js';
 
@@ -11,8 +12,10 @@ export const MAX_TASK_FILE_BYTES = 1024 * 1024;
 export interface TaskStep {
   readonly instructions: string;
   readonly submission: readonly string[];
-  /** Absolute path of the grader script (a regular file inside the task directory). */
-  readonly graderScript: string;
+  /** Absolute path of the grader script (a regular file inside the task directory), when the step has one. */
+  readonly graderScript: string | undefined;
+  /** A judge given in code by {@link defineTask}; takes precedence over `graderScript`. */
+  readonly judge?: Judge;
   readonly graderTimeoutMs: number | undefined;
   readonly passThreshold: number;
 }
@@ -20,16 +23,16 @@ export interface TaskStep {
 /** A task loaded from a directory and checked: ready to run. */
 export interface Task {
   readonly id: string;
-  /** Absolute, real path of the task directory. */
-  readonly dir: string;
+  /** Absolute, real path of the task directory; undefined for a task defined in code. */
+  readonly dir: string | undefined;
   readonly steps: readonly TaskStep[];
   /** Absolute path of `student/`, copied into the working directory, when present. */
   readonly studentDir: string | undefined;
   /** Absolute path of `hidden/`, for the grader only, when present. */
   readonly hiddenDir: string | undefined;
   readonly limits: TaskLimits;
-  /** The parsed task.json. */
-  readonly file: TaskFile;
+  /** The parsed task.json (undefined for a task defined in code). */
+  readonly file: TaskFile | undefined;
 }
 
 /**

@@ -33,15 +33,27 @@ export const checkCommand: Command = {
     io.stdout.write(
       `${table(
         ['defense', 'enforcement', 'mechanism', 'evidence'],
-        report.defenses.map((d) => [d.name.replaceAll('_', ' '), d.contract, d.mechanism, d.reason.slice(0, 100)]),
+        report.defenses.map((d) => [
+          d.name.replaceAll('_', ' '),
+          d.contract,
+          d.mechanism,
+          d.reason.slice(0, 100),
+        ]),
       )}\n\n`,
     );
     if (report.ok) {
-      io.stdout.write(`Every defense is enforced by the kernel on this host (checked in ${formatDuration(report.durationMs)}).\n`);
+      io.stdout.write(
+        `Every defense is enforced by the kernel on this host (checked in ${formatDuration(report.durationMs)}).\n`,
+      );
     } else {
       const weak = report.defenses.filter((d) => d.contract !== 'prevented' && d.name !== 'rootless_tier');
-      io.stdout.write(`${weak.length} defense(s) are weaker or missing on this host: ${weak.map((d) => d.name).join(', ')}.\n`);
-      if (!report.root) io.stdout.write('Run karotte as root: the sandbox needs root for users, namespaces, cgroups and mounts.\n');
+      io.stdout.write(
+        `${weak.length} defense(s) are weaker or missing on this host: ${weak.map((d) => d.name).join(', ')}.\n`,
+      );
+      if (!report.root)
+        io.stdout.write(
+          'Run karotte as root: the sandbox needs root for users, namespaces, cgroups and mounts.\n',
+        );
     }
     return report.ok ? EXIT_OK : EXIT_FAILURE;
   },

@@ -19,7 +19,13 @@ export const redteamCommand: Command = {
   async run(argv, { io }) {
     const flags = parseFlags(
       argv,
-      { task: { type: 'string' }, json: { type: 'boolean' }, only: { type: 'string' }, concurrency: { type: 'string' }, out: { type: 'string' } },
+      {
+        task: { type: 'string' },
+        json: { type: 'boolean' },
+        only: { type: 'string' },
+        concurrency: { type: 'string' },
+        out: { type: 'string' },
+      },
       ['task'],
     );
     const concurrency = flags.concurrency === undefined ? 2 : Number(flags.concurrency);
@@ -31,12 +37,17 @@ export const redteamCommand: Command = {
       task = await loadTask(flags.task!);
     } catch (error) {
       if (error instanceof CoreError && error.kind === 'bad_argument') {
-        io.stderr.write(`karotte redteam: invalid task${error.field === undefined ? '' : ` (field ${error.field})`}: ${error.message}\n`);
+        io.stderr.write(
+          `karotte redteam: invalid task${error.field === undefined ? '' : ` (field ${error.field})`}: ${error.message}\n`,
+        );
         return EXIT_USAGE;
       }
       throw error;
     }
-    const only = flags.only?.split(',').map((s) => s.trim()).filter(Boolean);
+    const only = flags.only
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const controller = new AbortController();
     const onSignal = (): void => controller.abort();
     process.on('SIGINT', onSignal);
@@ -58,7 +69,9 @@ export const redteamCommand: Command = {
         },
         onResult: (row, done, total) => {
           if (live || flags.json === true) return;
-          io.stderr.write(`[${done}/${total}] ${row.id}: ${row.status} score=${row.score} (${row.reason.slice(0, 60)})\n`);
+          io.stderr.write(
+            `[${done}/${total}] ${row.id}: ${row.status} score=${row.score} (${row.reason.slice(0, 60)})\n`,
+          );
         },
       });
     } catch (error) {
@@ -71,12 +84,22 @@ export const redteamCommand: Command = {
     }
     const failed = rows.filter((r) => !r.ok);
     if (flags.json === true) {
-      io.stdout.write(`${JSON.stringify({ task: task.id, ok: failed.length === 0 && !controller.signal.aborted, rows })}\n`);
+      io.stdout.write(
+        `${JSON.stringify({ task: task.id, ok: failed.length === 0 && !controller.signal.aborted, rows })}\n`,
+      );
     } else {
       io.stdout.write(
         `${table(
           ['attack', 'class', 'verdict', 'score', 'reason', 'time', ''],
-          rows.map((r) => [r.id, r.class, r.status, String(r.score), r.reason.slice(0, 60), formatDuration(r.durationMs), r.ok ? 'ok' : 'FAIL']),
+          rows.map((r) => [
+            r.id,
+            r.class,
+            r.status,
+            String(r.score),
+            r.reason.slice(0, 60),
+            formatDuration(r.durationMs),
+            r.ok ? 'ok' : 'FAIL',
+          ]),
         )}\n`,
       );
       const attacks = rows.filter((r) => r.kind === 'attack');

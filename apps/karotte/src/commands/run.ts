@@ -1,6 +1,13 @@
 import path from 'node:path';
 import process from 'node:process';
-import { CoreError, createReplayAgent, createSandboxWorld, loadReplay, loadTask, runEpisode } from '@karotte/core';
+import {
+  CoreError,
+  createReplayAgent,
+  createSandboxWorld,
+  loadReplay,
+  loadTask,
+  runEpisode,
+} from '@karotte/core';
 import type { Command } from '../commands.js';
 import { parseFlags, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
@@ -19,11 +26,19 @@ export const runCommand: Command = {
   async run(argv, { io }) {
     const flags = parseFlags(
       argv,
-      { task: { type: 'string' }, agent: { type: 'string' }, replay: { type: 'string' }, out: { type: 'string' }, json: { type: 'boolean' } },
+      {
+        task: { type: 'string' },
+        agent: { type: 'string' },
+        replay: { type: 'string' },
+        out: { type: 'string' },
+        json: { type: 'boolean' },
+      },
       ['task', 'agent', 'out'],
     );
-    if (flags.agent !== 'replay') throw new UsageError(`--agent must be "replay" (got ${JSON.stringify(flags.agent)})`);
-    if (flags.replay === undefined) throw new UsageError('missing required flag --replay (the replay agent needs it)');
+    if (flags.agent !== 'replay')
+      throw new UsageError(`--agent must be "replay" (got ${JSON.stringify(flags.agent)})`);
+    if (flags.replay === undefined)
+      throw new UsageError('missing required flag --replay (the replay agent needs it)');
     let task;
     let messages;
     try {
@@ -31,7 +46,9 @@ export const runCommand: Command = {
       messages = await loadReplay(flags.replay);
     } catch (error) {
       if (error instanceof CoreError && error.kind === 'bad_argument') {
-        io.stderr.write(`karotte run: invalid ${error.code === 'INVALID_REPLAY' ? 'replay' : 'task'}${error.field === undefined ? '' : ` (field ${error.field})`}: ${error.message}\n`);
+        io.stderr.write(
+          `karotte run: invalid ${error.code === 'INVALID_REPLAY' ? 'replay' : 'task'}${error.field === undefined ? '' : ` (field ${error.field})`}: ${error.message}\n`,
+        );
         return EXIT_USAGE;
       }
       throw error;

@@ -9,7 +9,11 @@ describe('red-team catalog', () => {
     const ids = ATTACKS.map((a) => a.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const id of ids) expect(id).toMatch(/^[a-z0-9]+(-[a-z0-9]+)*$/);
-    for (const cls of ATTACK_CLASSES) expect(ATTACKS.some((a) => a.class === cls), cls).toBe(true);
+    for (const cls of ATTACK_CLASSES)
+      expect(
+        ATTACKS.some((a) => a.class === cls),
+        cls,
+      ).toBe(true);
   });
 
   it('every command is valid bash once the submission is substituted', () => {
@@ -24,7 +28,9 @@ describe('red-team catalog', () => {
   });
 
   it('quotes submission paths as one shell word', () => {
-    const out = execFileSync('/bin/bash', ['-c', `printf '%s|' ${shellQuote("a b'c$(x)")}`], { encoding: 'utf8' });
+    const out = execFileSync('/bin/bash', ['-c', `printf '%s|' ${shellQuote("a b'c$(x)")}`], {
+      encoding: 'utf8',
+    });
     expect(out).toBe("a b'c$(x)|");
   });
 

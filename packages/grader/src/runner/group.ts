@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { KarotteError } from '@karotte/base';
+import { createGroup } from '@karotte/limits';
+import type { LimitEvent } from '@karotte/limits';
+import { GraderError } from '../errors.js';
+import type { CgroupStats, GraderCgroup } from './cgroup.js';
+
+/**
+ * The grader's cgroup, from `@karotte/limits` (`createGroup`): memory and pids limits read
+ * back from the kernel, an atomic kill (v1 freeze-kill-thaw, v2 `cgroup.kill`), OOM and
+ * fork-refusal counters, and an owner record so a crashed harness's group is reclaimed by
+ * `recoverLeftovers()`. Named `karotte-grader-<label>-<random>`.
+ *
+ * @throws GraderError `CONFINEMENT_UNAVAILABLE` when the host cannot give the group.
+ */
+export async function createLimitsCgroup(options: {
+  readonly memoryBytes: number;
+  readonly pids: number;
+  readonly label: string;
+}): Promise<GraderCgroup> {
+  const name = `karotte-grader-${options.label.replace(/[^A-Za-z0-9_]/g, '_')}-${randomBytes(6).toString('hex')}`;
+  let group;
+  try {
+    group = await createGroup({
+      name,
+      memoryBytes: options.memoryBytes,
+      pidsMax: options.pids,
+      eventPollMs: 0,
+    });
+  } catch (error) {
+    const reason = KarotteError.isInstance(error) ? `${error.code}: ${error.message}` : String(error);
+    throw new GraderError('CONFINEMENT_UNAVAILABLE', `cannot create the grader's cgroup: ${reason}`, {
+      cause: error,
+    });
+  }
+  if (group.limits.pidsMax !== options.pids || group.limits.memoryBytes > options.memoryBytes) {
+    await group.remove().catch(() => undefined);
+    throw new GraderError(
+      'CONFINEMENT_UNAVAILABLE',
+      `grader limits did not read back (memory ${group.limits.memoryBytes}, pids ${group.limits.pidsMax})`,
+    );
+  }
+  const count = (events: readonly LimitEvent[], limit: LimitEvent['limit']): number =>
+    events.filter((e) => e.limit === limit).reduce((sum, e) => sum + e.count, 0);
+  return {
+    version: group.backend === 'cgroup-v2' ? 2 : 1,
+    procsFiles: group.dirs.map((dir) => path.join(dir, 'cgroup.procs')),
+    memoryLimitBytes: group.limits.memoryBytes,
+    pidsLimit: group.limits.pidsMax,
+    killAll: async () => {
+      await group.killAll();
+    },
+    pids: () => group.pids(),
+    stats: async (): Promise<CgroupStats> => {
+      const [usage, events] = await Promise.all([group.usage(), group.events()]);
+      return {
+        memoryPeakBytes: usage.memoryPeakBytes,
+        oomKills: count(events, 'memory'),
+        pidsLimitHits: count(events, 'pids'),
+      };
+    },
+    destroy: async () => {
+      try {
+        await group.remove();
+        return true;
+      } catch {
+        return (await group.pids().catch(() => [0])).length === 0;
+      }
+    },
+  };
+}

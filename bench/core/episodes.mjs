@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+// Episodes per minute of the quarterly-revenue control, through @karotte/core with every
+// defense on, at concurrency 1, 4 and 16, side by side with a naive harness of the same task
+// (no defenses: spawn bash as root in a temp dir, copy the student file, run the control's
+// commands, run the grader with node). The ratio is the price of safety.
+//
+//   pnpm build && node bench/core/episodes.mjs [--episodes N]
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  createReplayAgent,
+  createSandboxWorld,
+  loadTask,
+  runEpisode,
+} from '../../packages/core/dist/index.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const taskDir = path.resolve(here, '../../apps/karotte/examples/quarterly-revenue');
+const control = JSON.parse(fs.readFileSync(path.join(taskDir, 'control.json'), 'utf8'));
+const commands = control.flatMap((m) =>
+  (m.tool_calls ?? []).map((c) => JSON.parse(c.function.arguments).command),
+);
+const perLevel = Number(process.argv[process.argv.indexOf('--episodes') + 1]) || 16;
+
+async function karotteEpisode(task) {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-bench-core-'));
+  try {
+    const result = await runEpisode(task, createReplayAgent(control), {
+      outDir: out,
+      createWorld: createSandboxWorld,
+    });
+    if (result.status !== 'passed')
+      throw new Error(`control did not pass: ${JSON.stringify(result.error ?? result.misbehavior)}`);
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+}
+
+async function naiveEpisode() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-bench-naive-'));
+  try {
+    const work = path.join(dir, 'work');
+    fs.cpSync(path.join(taskDir, 'student'), work, { recursive: true });
+    for (const command of commands) {
+      await run('/bin/bash', ['-c', command], { cwd: work });
+    }
+    const score = path.join(dir, 'score.json');
+    await run(process.execPath, [path.join(taskDir, 'grade.mjs')], {
+      env: {
+        KAROTTE_SUBMISSION_DIR: work,
+        KAROTTE_HIDDEN_DIR: path.join(taskDir, 'hidden'),
+        KAROTTE_SCORE_FILE: score,
+      },
+    });
+    if (JSON.parse(fs.readFileSync(score, 'utf8')).score !== 1) throw new Error('naive control did not pass');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function run(command, args, options) {
+  return new Promise((resolve, reject) => {
+    import('node:child_process').then(({ spawn }) => {
+      const child = spawn(command, args, { stdio: 'ignore', ...options });
+      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited ${code}`))));
+      child.on('error', reject);
+    });
+  });
+}
+
+async function throughput(concurrency, once) {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < perLevel) {
+        next += 1;
+        await once();
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return (perLevel / seconds) * 60;
+}
+
+if (process.getuid() !== 0) {
+  console.error('bench/core needs root (real sandboxes)');
+  process.exit(1);
+}
+spawnSync('true');
+const task = await loadTask(taskDir);
+await karotteEpisode(task); // warm-up
+await naiveEpisode();
+console.log(`node ${process.version}, ${os.cpus().length} cores, ${perLevel} episodes per level`);
+console.log('concurrency | karotte episodes/min | naive episodes/min | naive / karotte');
+for (const concurrency of [1, 4, 16]) {
+  const karotte = await throughput(concurrency, () => karotteEpisode(task));
+  const naive = await throughput(concurrency, naiveEpisode);
+  console.log(
+    `${String(concurrency).padStart(11)} | ${karotte.toFixed(1).padStart(20)} | ${naive.toFixed(1).padStart(18)} | ${(naive / karotte).toFixed(1)}x`,
+  );
+}

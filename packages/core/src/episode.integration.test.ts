@@ -121,3 +121,66 @@ describe('episodes through the library API', () => {
     expect(pidsOfUid(result.sandbox.uid!)).toEqual([]);
   }, 120_000);
 });
+
+describe('multi-step tasks defined in code', () => {
+  it('keeps the working directory between steps, restarts the shell after the reap, and grades each step', async () => {
+    const { createFunctionJudge, createRegexJudge } = await import('@karotte/grader');
+    const { defineTask } = await import('./define-task.js');
+    const read = (dir: string | null, name: string): string => {
+      try {
+        return fs.readFileSync(path.join(dir ?? '/nonexistent', name), 'utf8').trim();
+      } catch {
+        return '';
+      }
+    };
+    const task = defineTask({
+      id: 'two-steps',
+      limits: { pids: 128, diskBytes: 16 * 1024 * 1024, memoryBytes: 256 * 1024 * 1024 },
+      steps: [
+        {
+          instructions: 'Write one to a.txt.',
+          submission: ['a.txt'],
+          judge: createFunctionJudge(({ submissionDir }) => (read(submissionDir, 'a.txt') === 'one' ? 1 : 0)),
+        },
+        {
+          instructions: 'Append two.',
+          submission: ['b.txt'],
+          judge: createFunctionJudge(({ submissionDir }) =>
+            read(submissionDir, 'b.txt') === 'one two' ? 1 : 0,
+          ),
+        },
+      ],
+    });
+    const out = outDir();
+    const episode = createEpisode(task, { outDir: out, createWorld: createSandboxWorld });
+    await episode.start();
+    await episode.step(bash('echo one > a.txt; sleep 1000 &'));
+    await episode.step({ role: 'assistant', content: 'done with a' });
+    const first = await episode.endStep();
+    expect(first.verdict).toMatchObject({ status: 'passed', score: 1 });
+    expect(first.verdict.reap?.confirmed).toBe(true);
+    expect(episode.done).toBe(false);
+    expect(episode.messages.at(-1)).toMatchObject({ role: 'user', content: 'Append two.' });
+    const [obs] = await episode.step(bash('echo "$(cat a.txt) two" > b.txt; cat b.txt'));
+    expect(obs!.stdout).toContain('one two');
+    const second = await episode.endStep();
+    expect(second.verdict).toMatchObject({ status: 'passed', score: 1 });
+    const result = await episode.finish();
+    expect(result).toMatchObject({ status: 'passed', score: 1 });
+    expect(result.steps).toHaveLength(2);
+    expect(pidsOfUid(result.sandbox.uid!)).toEqual([]);
+    // The regex judge sees the final answer of the step.
+    const regexTask = defineTask({
+      id: 'final-answer',
+      instructions: 'Say 42.',
+      submission: ['x'],
+      judge: createRegexJudge({ patterns: ['\\b42\\b'] }),
+    });
+    const regexResult = await runEpisode(
+      regexTask,
+      createReplayAgent([{ role: 'assistant', content: 'The answer is 42.' }]),
+      { outDir: outDir(), createWorld: createSandboxWorld },
+    );
+    expect(regexResult).toMatchObject({ status: 'passed', score: 1 });
+  }, 180_000);
+});

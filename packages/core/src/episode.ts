@@ -127,6 +127,8 @@ export class Episode {
   private readonly conversation: Message[] = [];
   private fault: { code: string; message: string } | null = null;
   private readonly misbehavior: MisbehaviorRecord[] = [];
+  /** Content of the last assistant message of the current step (the judge's final answer). */
+  private finalAnswer: string | null = null;
 
   constructor(
     readonly task: Task,
@@ -219,6 +221,7 @@ export class Episode {
   private async beginStep(): Promise<void> {
     const step = this.task.steps[this.stepIndex]!;
     this.turnsThisStep = 0;
+    this.finalAnswer = null;
     const user: Message = { role: 'user', content: step.instructions };
     this.conversation.push(user);
     await this.transcript!.append('step_started', { step: this.stepIndex, submission: step.submission });
@@ -235,6 +238,7 @@ export class Episode {
     this.turns += 1;
     this.turnsThisStep += 1;
     this.conversation.push(message);
+    if (typeof message.content === 'string') this.finalAnswer = message.content;
     await this.transcript!.append('message', { step: this.stepIndex, message });
     const observations: ToolObservation[] = [];
     for (const call of message.tool_calls ?? []) {
@@ -345,6 +349,7 @@ export class Episode {
         submission: [...step.submission],
         judge,
         hiddenDir: this.task.hiddenDir ?? null,
+        finalAnswer: this.finalAnswer,
         passThreshold: step.passThreshold,
         misbehavior,
         limitHits,

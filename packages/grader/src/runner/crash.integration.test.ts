@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { pidsOfUid, tempDir, waitFor } from '../../../../test/support/index.js';
+import { recoverLeftovers } from '@karotte/limits';
 import { recoverGraderLeftovers } from '../recover.js';
 
 const DIST = path.join(import.meta.dirname, '..', '..', 'dist', 'index.js');
@@ -58,6 +59,11 @@ it("a harness killed mid-grading takes its grader (and the grader's setsid grand
     for (const dir of report.recovered[0]!.cgroups) expect(fs.existsSync(dir)).toBe(false);
     expect(fs.readdirSync('/var/lib/karotte/grader').filter((n) => n.startsWith(mine))).toEqual([]);
     expect(fs.readdirSync(lockDir)).toEqual([]);
+    // The group's owner record belongs to @karotte/limits, whose own recovery frees it.
+    await recoverLeftovers();
+    expect(
+      fs.readdirSync('/run/karotte/groups').filter((n) => n.startsWith(`karotte-grader-${uid}-`)),
+    ).toEqual([]);
     // A second pass finds nothing to do.
     expect(await recoverGraderLeftovers({ uidLockDir: lockDir })).toEqual({
       recovered: [],

@@ -1,12 +1,12 @@
 // reclaimLeftovers() against real IPC objects and files made by a real unprivileged uid:
 // SysV objects by creator (including ones whose owner the student rewrote with IPC_SET),
 // POSIX message queues, files in /dev/shm. Every test removes what it made.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { killUid, testUid } from '../../../test/support/index.js';
+import { killUid, testUid, waitFor } from '../../../test/support/index.js';
 import { removeSysvOf } from '../test/fixtures.js';
 import { ProcReaperError, reclaimLeftovers, reclaimRecordSchema } from './index.js';
 import { listSysvByCreator, parseSysvTable, sweepMqueues } from './ipc.js';
@@ -94,6 +94,16 @@ function createQueue(name: string, asUid: number | undefined): void {
   }
 }
 
+/** nattch of shared-memory segment `id`, by header name. */
+function attachments(id: number): number {
+  const [header, ...rows] = fs.readFileSync('/proc/sysvipc/shm', 'utf8').split('\n');
+  const columns = header!.trim().split(/\s+/);
+  const row = rows
+    .map((line) => line.trim().split(/\s+/))
+    .find((fields) => fields[columns.indexOf('shmid')] === String(id));
+  return Number(row?.[columns.indexOf('nattch')] ?? -1);
+}
+
 describe('reclaimLeftovers(): SysV IPC by creator', () => {
   it('removes shared memory, semaphores and message queues the student made with ipcmk', async () => {
     asStudent(['/usr/bin/ipcmk', '-M', '4096']);
@@ -138,6 +148,27 @@ describe('reclaimLeftovers(): SysV IPC by creator', () => {
     expect(record.sysv?.removed).toEqual({ shm: 1, sem: 1, msg: 1 });
     expect(record.complete).toBe(true);
     expect(listSysvByCreator(uid)).toEqual([]);
+  });
+
+  it('reports a removed segment still attached elsewhere as pendingDestroy, freed at the last detach', async () => {
+    const id = Number(/(\d+)\s*$/.exec(asStudent(['/usr/bin/ipcmk', '-M', '4096']).trim())?.[1]);
+    // A root process (not the student's) keeps it attached.
+    const holder = spawn(
+      '/usr/bin/perl',
+      ['-e', 'use IPC::SysV qw(shmat); shmat($ARGV[0], undef, 0) // die; sleep 20', String(id)],
+      {
+        stdio: 'ignore',
+      },
+    );
+    try {
+      await waitFor(() => attachments(id) === 1);
+      const record = await reclaimLeftovers(uid, { posixMqueues: false, ramFiles: false });
+      expect(record.sysv).toEqual({ removed: { shm: 1, sem: 0, msg: 0 }, pendingDestroy: 1, left: [] });
+      expect(record.complete).toBe(true);
+    } finally {
+      holder.kill('SIGKILL');
+    }
+    await waitFor(() => listSysvByCreator(uid).length === 0, 5_000);
   });
 
   it('leaves objects created by other uids alone', async () => {

@@ -1,5 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
 import { allocateIdentity, listLeases } from './identity.js';
@@ -48,6 +49,38 @@ describe('identity leases', () => {
   });
 });
 
+describe('identity lock files', () => {
+  it('appear whole (a record from the start); an unreadable one is taken over only when old', async () => {
+    const { dir, cleanup } = tempDir('sandbox-state');
+    cleanups.push(cleanup);
+    fs.chmodSync(dir, 0o700);
+    const options = {
+      stateDir: dir,
+      firstUid: 2_999_100_000,
+      count: 1,
+      reclaim: () => Promise.resolve(),
+    };
+    const lease = await allocateIdentity({ ...options, sandboxId: 'sb-a' });
+    expect(JSON.parse(fs.readFileSync(lease.lockPath, 'utf8'))).toMatchObject({
+      uid: lease.uid,
+      sandboxId: 'sb-a',
+    });
+    expect(fs.readdirSync(path.dirname(lease.lockPath))).toEqual([path.basename(lease.lockPath)]);
+    // A torn lock (a crash of an older writer): young, it may be a live writer, so it is kept.
+    fs.writeFileSync(lease.lockPath, '{"uid":');
+    await expect(allocateIdentity({ ...options, sandboxId: 'sb-b' })).rejects.toMatchObject({
+      code: 'NO_FREE_IDENTITY',
+    });
+    // Old enough that no writer can still be at it: reclaimed and handed out again.
+    const old = new Date(Date.now() - 120_000);
+    fs.utimesSync(lease.lockPath, old, old);
+    const again = await allocateIdentity({ ...options, sandboxId: 'sb-c' });
+    expect(again.uid).toBe(lease.uid);
+    again.release();
+    expect(fs.readdirSync(path.dirname(lease.lockPath))).toEqual([]);
+  });
+});
+
 describe('network allow-list', () => {
   it('reaches only the allowed address, tested against a host in a namespace the test made', async () => {
     const ns = `karotte-test-${process.pid}`;
@@ -89,6 +122,14 @@ describe('network allow-list', () => {
       'exec 3<>/dev/tcp/10.213.0.1/8080 && cat <&3; exec 4<>/dev/tcp/10.213.0.2/8080 || echo other-unreachable',
     );
     expect(reached.stdout).toBe('karotte-allowed\nother-unreachable\n');
+    // After a reap between steps the rebuilt world gets its veth and its check again.
+    await box.reap();
+    const again = await box.exec('exec 3<>/dev/tcp/10.213.0.1/8080 && cat <&3');
+    expect(again).toMatchObject({ stdout: 'karotte-allowed\n', restarted: true });
+    expect(box.networkCheck.ok).toBe(true);
+    expect(box.networkCheck.probes.filter((probe) => probe.observed === 'reachable')).toEqual([
+      expect.objectContaining({ label: 'allowed', address: '10.213.0.1' }),
+    ]);
     const hostEnd = `kvh${box.id.replace(/[^a-z0-9]/g, '').slice(-8)}`;
     await box.destroy();
     expect(() =>

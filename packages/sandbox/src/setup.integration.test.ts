@@ -1,0 +1,105 @@
+// Setup under churn: host mounts that appear and vanish while sandboxes are being built (other
+// episodes' quotas, `ip netns` binds, other tests' tmpfs). A sandbox copies the host's mounts
+// when it is created; when the host removes a mount point, the kernel detaches that copy in
+// every namespace, possibly between the moment setup listed it and the moment it remounts it
+// read-only. That race was the intermittent SETUP_FAILED of concurrent creates.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MiB } from '@karotte/base';
+import { mountViolations } from './mounts.js';
+import { createSandbox, type Sandbox } from './index.js';
+import { pidsOfUid } from '../../../test/support/index.js';
+
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Mount a tmpfs at a fresh directory under `dir`, hold it briefly, unmount it, remove the directory; repeat. */
+const CHURN = `
+i=0
+while :; do
+  d="$1/m$i"
+  mkdir "$d" && mount -t tmpfs -o size=64k karotte-churn "$d" && sleep 0.01
+  umount "$d" 2>/dev/null; rmdir "$d" 2>/dev/null
+  i=$((i + 1))
+done
+`;
+
+function mountsUnder(dir: string): string[] {
+  return fs
+    .readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[4] ?? '')
+    .filter((mountPoint) => mountPoint.startsWith(`${dir}/`));
+}
+
+async function startChurn(count: number): Promise<string> {
+  const base = fs.mkdtempSync('/var/tmp/karotte-churn-');
+  const churners: ChildProcess[] = [];
+  cleanups.push(async () => {
+    for (const churner of churners) churner.kill('SIGKILL');
+    await Promise.all(
+      churners.map(
+        (churner) =>
+          new Promise((resolve) => {
+            if (churner.exitCode !== null || churner.signalCode !== null) resolve(undefined);
+            else churner.once('exit', resolve);
+          }),
+      ),
+    );
+    for (const mountPoint of mountsUnder(base).reverse()) spawnSync('/usr/bin/umount', ['-l', mountPoint]);
+    fs.rmSync(base, { recursive: true, force: true });
+    expect(mountsUnder(base)).toEqual([]);
+  });
+  for (let index = 0; index < count; index += 1) {
+    const dir = path.join(base, String(index));
+    fs.mkdirSync(dir);
+    churners.push(spawn('/usr/bin/bash', ['-c', CHURN, 'karotte-churn', dir], { stdio: 'ignore' }));
+  }
+  // Churning for real before the first sandbox starts.
+  const deadline = Date.now() + 10_000;
+  while (mountsUnder(base).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  return base;
+}
+
+describe('setup', () => {
+  it('survives host mounts vanishing while it runs, and still proves every reachable mount read-only', async () => {
+    await startChurn(2);
+    const made: Sandbox[] = [];
+    cleanups.push(async () => {
+      await Promise.all(made.map((box) => box.destroy().catch(() => undefined)));
+    });
+    const rounds = await Promise.allSettled(
+      Array.from({ length: 8 }, async () => {
+        const box = await createSandbox({
+          limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB, pidsMax: 64, tmpBytes: 4 * MiB },
+        });
+        made.push(box);
+        return box;
+      }),
+    );
+    const failures = rounds.flatMap((round) =>
+      round.status === 'rejected' ? [(round.reason as Error).message] : [],
+    );
+    expect(failures).toEqual([]);
+    for (const box of made) {
+      // The mount table of the namespace, read from outside, as setup's own check did.
+      const init = (await box.limits.group.pids()).find((pid) =>
+        /^NSpid:\s+\d+\s+1$/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8')),
+      );
+      expect(init).toBeDefined();
+      const table = fs.readFileSync(`/proc/${init}/mountinfo`, 'utf8');
+      expect(mountViolations(table, ['/tmp', '/dev/shm', box.studentWorkDir])).toEqual([]);
+      expect((await box.exec('touch /var/tmp/karotte-churn-probe 2>&1; echo $?')).stdout).toMatch(
+        /Read-only file system\n1\n$/,
+      );
+    }
+    const uids = made.map((box) => box.uid);
+    const reports = await Promise.all(made.splice(0).map((box) => box.destroy()));
+    for (const report of reports) expect(report.leftovers).toEqual([]);
+    for (const uid of uids) expect(pidsOfUid(uid)).toEqual([]);
+  }, 240_000);
+});

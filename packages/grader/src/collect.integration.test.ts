@@ -163,6 +163,25 @@ describe('collectAndGrade (reap → reclaim → custody → judge)', () => {
     ]);
   });
 
+  it('hostile file names (invalid UTF-8, newlines, leading dashes) never turn the run into error', async () => {
+    asStudent(
+      "mkdir out && echo a > \"$(printf 'out/bad\\377name')\" && printf 'b' > 'out/new\nline' && echo c > out/-rf",
+    );
+    const verdict = await collectAndGrade({
+      student: { uid, workDir: work.dir },
+      submission: ['out'],
+      judge: createExecutableJudge({ program: path.join(FIXTURES, 'read-tree.mjs'), timeoutMs: 20_000 }),
+    });
+    expect(verdict).toMatchObject({ status: 'passed', error: null, misbehavior: [] });
+    expect(verdict.custody?.entries.map((e) => e.path)).toEqual([
+      'out',
+      'out/-rf',
+      'out/bad\\xffname',
+      'out/new\\nline',
+    ]);
+    expect(verdict.judge?.metadata).toMatchObject({ 'out/-rf': 'c', 'out/new\\nline': 'b' });
+  });
+
   it('a FIFO answer is misbehavior and never hangs: NOT_REGULAR_FILE', async () => {
     asStudent('mkfifo answer.txt');
     const verdict = await grade();

@@ -11,7 +11,6 @@ import {
   stat,
   symlink,
 } from 'node:fs/promises';
-import path from 'node:path';
 
 export interface CopyTreeOptions {
   /** Owner of every copy (files and directories). */
@@ -28,12 +27,20 @@ export interface CopyTreeOptions {
 
 export type CopyTreeResult = { ok: true; entries: number; bytes: number } | { ok: false; message: string };
 
+const SLASH = Buffer.from('/');
+
+/** `dir/name` on raw bytes: names are never decoded, so invalid UTF-8 survives the copy. */
+function join(dir: Buffer, name: Buffer): Buffer {
+  return Buffer.concat([dir, SLASH, name]);
+}
+
 /**
  * Copy a trusted, root-owned tree (a custody directory, hidden data) into the grader's private
  * directory, never following a link: entries are lstat'ed; regular files and directories are
- * copied, symbolic links are recreated as links (never followed), anything else is refused. Copies are created exclusively (COPYFILE_EXCL, mkdir)
- * in a destination only root can write, then given the grader's group so it can read them but
- * not change them.
+ * copied, symbolic links are recreated as links (never followed), anything else is refused.
+ * Names are handled as raw bytes (a student's file name need not be valid UTF-8). Copies are
+ * created exclusively (COPYFILE_EXCL, mkdir) in a destination only root can write, then given
+ * the grader's group so it can read them but not change them.
  */
 export async function copyTree(
   source: string,
@@ -42,15 +49,16 @@ export async function copyTree(
 ): Promise<CopyTreeResult> {
   let entries = 0;
   let bytes = 0;
-  const walk = async (from: string, to: string, depth: number): Promise<string | undefined> => {
-    if (depth > 64) return `${from}: nested deeper than 64`;
+  const walk = async (from: Buffer, to: Buffer, depth: number): Promise<string | undefined> => {
+    // Bounded by PATH_MAX long before this; the cap only keeps recursion finite on a bad tree.
+    if (depth > 2048) return 'nested deeper than 2048';
     await mkdir(to, { mode: 0o700 });
-    const names = await readdir(from);
+    const names = await readdir(from, { encoding: 'buffer' });
     for (const name of names) {
       entries += 1;
       if (entries > options.maxEntries) return `more than ${options.maxEntries} entries`;
-      const src = path.join(from, name);
-      const dst = path.join(to, name);
+      const src = join(from, name);
+      const dst = join(to, name);
       const stats = await lstat(src);
       if (stats.isDirectory()) {
         const problem = await walk(src, dst, depth + 1);
@@ -63,10 +71,10 @@ export async function copyTree(
       } else if (stats.isSymbolicLink()) {
         // Custody recreates inner links only when a task allows them. The copy keeps the link
         // text and never follows it: the grader resolves it as its own unprivileged uid.
-        await symlink(await readlink(src), dst);
+        await symlink(await readlink(src, { encoding: 'buffer' }), dst);
         await lchown(dst, options.uid, options.gid);
       } else {
-        return `${src} is not a regular file, directory or symbolic link`;
+        return `an entry is not a regular file, directory or symbolic link`;
       }
     }
     await chown(to, options.uid, options.gid);
@@ -76,6 +84,6 @@ export async function copyTree(
   // The root itself may be reached through a link the task author made; nothing below it is followed.
   const root = await stat(source);
   if (!root.isDirectory()) return { ok: false, message: `${source} is not a directory` };
-  const problem = await walk(source, destination, 0);
+  const problem = await walk(Buffer.from(source), Buffer.from(destination), 0);
   return problem === undefined ? { ok: true, entries, bytes } : { ok: false, message: problem };
 }

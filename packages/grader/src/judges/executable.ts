@@ -176,6 +176,12 @@ export function createExecutableJudge(options: ExecutableJudgeOptions): Judge {
       { field: 'workDir' },
     );
   }
+  if (resolved.interpreter === undefined && !/\.(?:mjs|cjs|js)$/.test(resolved.program)) {
+    throw new BadArgumentError(
+      `program ${resolved.program} is not a JavaScript module: name its interpreter (an absolute path)`,
+      { field: 'interpreter' },
+    );
+  }
   const name = resolved.name ?? `executable:${path.basename(resolved.program)}`;
   return {
     kind: 'executable',

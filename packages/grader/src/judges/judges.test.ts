@@ -319,3 +319,27 @@ describe('composition', () => {
     expect(() => anyOf([{} as never])).toThrow(BadArgumentError);
   });
 });
+
+describe('executable judge options', () => {
+  it('refuses a non-JavaScript program without an interpreter, a relative path, and loader variables', async () => {
+    const { createExecutableJudge } = await import('./executable.js');
+    expect(() => createExecutableJudge({ program: '/task/grade.py' })).toThrow(/interpreter/);
+    expect(() => createExecutableJudge({ program: 'grade.mjs' })).toThrow(/program/);
+    expect(() => createExecutableJudge({ program: '/task/grade.mjs', interpreter: 'python3' })).toThrow(
+      /interpreter/,
+    );
+    expect(() => createExecutableJudge({ program: '/task/grade.mjs', env: { LD_PRELOAD: '/x.so' } })).toThrow(
+      /env/,
+    );
+    expect(() =>
+      createExecutableJudge({ program: '/task/grade.mjs', env: { NODE_OPTIONS: '--require x' } }),
+    ).toThrow(/env/);
+    expect(() => createExecutableJudge({ program: '/task/grade.mjs', workDir: '/tmp/x' })).toThrow(/workDir/);
+    expect(() => createExecutableJudge({ program: '/task/grade.mjs', timeoutMS: 1 } as never)).toThrow(
+      /unknown field timeoutMS/,
+    );
+    expect(createExecutableJudge({ program: '/task/grade.py', interpreter: '/usr/bin/python3' }).name).toBe(
+      'executable:grade.py',
+    );
+  });
+});

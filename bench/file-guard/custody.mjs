@@ -1,5 +1,5 @@
-// Custody vs `cp -a` on the same data: (a) one 256 MiB file, (b) 10,000 small files,
-// (c) a 1 GiB tree. Custody runs with every check on (O_NOFOLLOW walk, fstat, realpath,
+// Custody vs `cp -a` on the same data: (a) one 256 MiB file, (b) 10,000 small text files,
+// (b') 10,000 small binary files (magic-number typing runs on each), (c) a 1 GiB tree. Custody runs with every check on (O_NOFOLLOW walk, fstat, realpath,
 // budgets, SHA-256, text check, magic-number typing, sparse detection).
 //
 //   pnpm --filter @karotte/file-guard build && node bench/file-guard/custody.mjs [--runs 5] [--dir /tmp]
@@ -95,7 +95,7 @@ const cases = [
     make: () => randomFile(path.join(root, 'one-file.bin'), 256 * MiB),
   },
   {
-    name: '(b) 10,000 small files',
+    name: '(b) 10,000 small text files',
     source: 'small',
     // 10,000 files + 100 directories + the root: over the default 10,000-entry budget.
     options: { maxEntries: 20_000 },
@@ -103,8 +103,23 @@ const cases = [
       for (let d = 0; d < 100; d += 1) {
         const dir = path.join(root, 'small', `d${d}`);
         fs.mkdirSync(dir, { recursive: true });
+        for (let f = 0; f < 100; f += 1) {
+          const line = `export const value${f} = ${d * 100 + f}; // a line of source code\n`;
+          fs.writeFileSync(path.join(dir, `f${f}.ts`), line.repeat(8 + ((d * 100 + f) % 40)));
+        }
+      }
+    },
+  },
+  {
+    name: "(b') 10,000 small binary files",
+    source: 'small-binary',
+    options: { maxEntries: 20_000 },
+    make: () => {
+      for (let d = 0; d < 100; d += 1) {
+        const dir = path.join(root, 'small-binary', `d${d}`);
+        fs.mkdirSync(dir, { recursive: true });
         for (let f = 0; f < 100; f += 1)
-          randomFile(path.join(dir, `f${f}.txt`), 512 + ((d * 100 + f) % 8) * 512);
+          randomFile(path.join(dir, `f${f}.bin`), 512 + ((d * 100 + f) % 8) * 512);
       }
     },
   },

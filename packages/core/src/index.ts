@@ -36,3 +36,5 @@ export { createSandboxWorld, toLimitHit } from './sandbox-world.js';
 export type { SandboxWorldOptions } from './sandbox-world.js';
 export { checkHost } from '@karotte/sandbox';
 export type { HostCheck, DefenseReport } from '@karotte/sandbox';
+export { recoverLeftovers } from './recover.js';
+export type { LeftoverReport } from './recover.js';

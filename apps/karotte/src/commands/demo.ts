@@ -1,6 +1,6 @@
 import path from 'node:path';
 import process from 'node:process';
-import { createSandboxWorld, loadTask } from '@karotte/core';
+import { createSandboxWorld, loadTask, recoverLeftovers } from '@karotte/core';
 import type { Command } from '../commands.js';
 import { parseFlags } from '../args.js';
 import { DEMO_PLAN, EXAMPLES_DIR } from '../examples.js';
@@ -25,6 +25,7 @@ export const demoCommand: Command = {
     process.on('SIGTERM', onSignal);
     const all: (RedteamRow & { example: string })[] = [];
     try {
+      if (process.getuid?.() === 0) await recoverLeftovers();
       for (const { example, attacks } of DEMO_PLAN) {
         const task = await loadTask(path.join(EXAMPLES_DIR, example));
         const rows = await runRedteam({

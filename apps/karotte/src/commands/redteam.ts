@@ -1,6 +1,6 @@
 import path from 'node:path';
 import process from 'node:process';
-import { CoreError, createSandboxWorld, loadTask } from '@karotte/core';
+import { CoreError, createSandboxWorld, loadTask, recoverLeftovers } from '@karotte/core';
 import type { Command } from '../commands.js';
 import { parseFlags, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
@@ -55,6 +55,7 @@ export const redteamCommand: Command = {
     const live = process.stderr.isTTY && flags.json !== true;
     let rows: RedteamRow[];
     try {
+      if (process.getuid?.() === 0) await recoverLeftovers();
       rows = await runRedteam({
         task,
         createWorld: createSandboxWorld,

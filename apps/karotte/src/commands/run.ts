@@ -6,6 +6,7 @@ import {
   createSandboxWorld,
   loadReplay,
   loadTask,
+  recoverLeftovers,
   runEpisode,
 } from '@karotte/core';
 import type { Command } from '../commands.js';
@@ -54,6 +55,8 @@ export const runCommand: Command = {
       throw error;
     }
     const outDir = path.resolve(flags.out!);
+    // Leftovers of a harness killed earlier are reclaimed before a new episode starts.
+    if (process.getuid?.() === 0) await recoverLeftovers();
     const controller = new AbortController();
     const onSignal = (signal: NodeJS.Signals): void => {
       io.stderr.write(`karotte run: ${signal}: stopping the episode and tearing down\n`);

@@ -1,24 +1,22 @@
-export { FileGuardError } from './errors.js';
-export type { FileGuardErrorCode } from './errors.js';
-export { reclaim } from './reclaim.js';
-export type { ReclaimResult, ReclaimFailure } from './reclaim.js';
-export { writeFileDurably, openDurableLog } from './durable.js';
-export type { DurableLog } from './durable.js';
-export {
-  DEFAULT_CUSTODY_BUDGETS,
-  reclaimOptionsSchema,
-  writeDurablyOptionsSchema,
-  durableLogOptionsSchema,
-} from './options.js';
-export type { ReclaimOptions, WriteDurablyOptions, DurableLogOptions } from './options.js';
+// @karotte/file-guard: custody of submissions, safe reads of untrusted files, reclaim of a
+// uid's files, durable writes. Explicit named exports only.
+
+// Custody
 export { takeCustody, linkStaysInside } from './custody.js';
 export type { CustodyResult } from './custody.js';
+export {
+  DEFAULT_CUSTODY_BUDGETS,
+  custodyOptionsSchema,
+  custodySourceSchema,
+  fileTypePolicySchema,
+} from './options.js';
+export type { CustodyOptions, CustodySource, FileTypePolicy } from './options.js';
 export { custodyManifestSchema, custodyEntrySchema, custodySourceStatusSchema } from './manifest.js';
 export type { CustodyManifest, CustodyEntry, CustodySourceStatus } from './manifest.js';
 export { ARCHIVE_MIME_TYPES, detectType, policyViolation } from './file-types.js';
 export type { DetectedType } from './file-types.js';
-export { custodyOptionsSchema, custodySourceSchema, fileTypePolicySchema } from './options.js';
-export type { CustodyOptions, CustodySource, FileTypePolicy } from './options.js';
+
+// Untrusted-path operations (in process or as another uid)
 export { readUntrusted, writeUntrusted, statUntrusted, listUntrusted } from './untrusted.js';
 export type {
   UntrustedFailure,
@@ -46,3 +44,19 @@ export type {
   ListUntrustedOptions,
   StatUntrustedOptions,
 } from './options.js';
+
+// Reclaim
+export { reclaim } from './reclaim.js';
+export type { ReclaimResult, ReclaimFailure } from './reclaim.js';
+export { reclaimOptionsSchema } from './options.js';
+export type { ReclaimOptions } from './options.js';
+
+// Durable writes
+export { writeFileDurably, openDurableLog } from './durable.js';
+export type { DurableLog } from './durable.js';
+export { writeDurablyOptionsSchema, durableLogOptionsSchema } from './options.js';
+export type { WriteDurablyOptions, DurableLogOptions } from './options.js';
+
+// Errors
+export { FileGuardError } from './errors.js';
+export type { FileGuardErrorCode } from './errors.js';

@@ -2,8 +2,16 @@ import { rm } from 'node:fs/promises';
 import { reclaim, takeCustody } from '@karotte/file-guard';
 import type { CustodyOptions } from '@karotte/file-guard';
 import { reap, reclaimLeftovers } from '@karotte/proc-reaper';
-import type { ReapOptions, ReclaimLeftoversOptions } from '@karotte/proc-reaper';
-import type { CollectorCustody, CollectorReap, CollectorReclaim, SubmissionCollector } from './collect.js';
+import type { ConfirmedReapRecord, ReapOptions, ReclaimLeftoversOptions } from '@karotte/proc-reaper';
+import type { Sandbox } from '@karotte/sandbox';
+import type {
+  CollectorCustody,
+  CollectorReap,
+  CollectorReclaim,
+  StudentHandle,
+  SubmissionCollector,
+} from './collect.js';
+import type { NetworkCheck } from './verdict.js';
 import type { JsonValue } from './json.js';
 
 /** Tuning of the default collector; each part goes to the primitive that does the work. */
@@ -23,6 +31,11 @@ export interface DefaultCollectorOptions {
    * @default {}
    */
   readonly custody?: Omit<CustodyOptions, 'root' | 'studentUid' | 'abortSignal'>;
+  /**
+   * Who reaps. A sandbox that knows its own pid namespace reaps itself (`sandbox.reap()`).
+   * @default proc-reaper's `reap({ uid, group, pidNamespaceInitPid })`
+   */
+  readonly reaper?: (student: StudentHandle, abortSignal: AbortSignal) => Promise<ConfirmedReapRecord>;
 }
 
 /** A JSON copy of a primitive's record (our own serialisation of a trusted object). */
@@ -41,16 +54,19 @@ function toJson(value: unknown): JsonValue {
 export function createDefaultCollector(options: DefaultCollectorOptions = {}): SubmissionCollector {
   return {
     reap: async (student, { abortSignal }): Promise<CollectorReap> => {
-      const record = await reap(
-        {
-          uid: student.uid,
-          ...(student.group === undefined ? {} : { group: student.group }),
-          ...(student.pidNamespaceInitPid === undefined
-            ? {}
-            : { pidNamespaceInitPid: student.pidNamespaceInitPid }),
-        },
-        { ...options.reap, abortSignal },
-      );
+      const record =
+        options.reaper === undefined
+          ? await reap(
+              {
+                uid: student.uid,
+                ...(student.group === undefined ? {} : { group: student.group }),
+                ...(student.pidNamespaceInitPid === undefined
+                  ? {}
+                  : { pidNamespaceInitPid: student.pidNamespaceInitPid }),
+              },
+              { ...options.reap, abortSignal },
+            )
+          : await options.reaper(student, abortSignal);
       const mechanisms = (['cgroup', 'pidns', 'inCohort', 'sweep'] as const).filter(
         (m) => record.killed[m] > 0,
       );
@@ -109,5 +125,35 @@ export function createDefaultCollector(options: DefaultCollectorOptions = {}): S
         },
       };
     },
+  };
+}
+
+/**
+ * The collector for a student in a `@karotte/sandbox` sandbox: the sandbox reaps itself
+ * (`sandbox.reap()`: its group, its pid namespace, in-cohort kill, a confirmed sweep), then
+ * reclaim and custody as in {@link createDefaultCollector}. Pair it with
+ * {@link studentFromSandbox}.
+ */
+export function createSandboxCollector(
+  sandbox: Pick<Sandbox, 'reap'>,
+  options: Omit<DefaultCollectorOptions, 'reaper' | 'reap'> = {},
+): SubmissionCollector {
+  return createDefaultCollector({ ...options, reaper: () => sandbox.reap() });
+}
+
+/** The student handle of a sandbox: its uid, its limits group, its working directory on the host. */
+export function studentFromSandbox(sandbox: Pick<Sandbox, 'uid' | 'limits' | 'workDir'>): StudentHandle {
+  return { uid: sandbox.uid, group: sandbox.limits.group, workDir: sandbox.workDir };
+}
+
+/** The verdict's network record from a sandbox's network check (`sandbox.networkCheck`). */
+export function networkCheckFromSandbox(sandbox: Pick<Sandbox, 'networkCheck'>): NetworkCheck {
+  const check = sandbox.networkCheck;
+  return {
+    checked: true,
+    isolated: check.ok,
+    detail: check.ok
+      ? `${check.mode}: ${check.probes.length} route lookups blocked as required, loopback control passed`
+      : `${check.mode}: ${check.failures.join('; ')}`,
   };
 }

@@ -15,7 +15,12 @@ export type {
   CollectorReclaim,
   CollectorCustody,
 } from './collect.js';
-export { createDefaultCollector } from './default-collector.js';
+export {
+  createDefaultCollector,
+  createSandboxCollector,
+  studentFromSandbox,
+  networkCheckFromSandbox,
+} from './default-collector.js';
 export type { DefaultCollectorOptions } from './default-collector.js';
 export { recoverGraderLeftovers, recoverGraderLeftoversOptionsSchema } from './recover.js';
 export type { RecoverGraderLeftoversOptions, RecoveredGrader, GraderRecoveryReport } from './recover.js';

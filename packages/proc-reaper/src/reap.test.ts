@@ -205,6 +205,22 @@ describe('runReap', () => {
     expect(record.problems.join()).toMatch(/freezer did not freeze/);
   });
 
+  it('bounds a group kill that never settles and goes on', async () => {
+    const { engine } = fakeEngine({});
+    const hanging: KillableGroup = {
+      name: 'karotte-hanging',
+      killAll: () => new Promise<GroupKillResult>(() => undefined),
+      pids: () => Promise.resolve([]),
+    };
+    const record = await runReap(
+      { uid: 5000, group: hanging, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record.confirmedEmpty).toBe(true);
+    expect(record.problems.join()).toMatch(/killAll\(\) did not settle/);
+  });
+
   it('kills student processes in a foreign PID namespace before the helper, as pidns kills', async () => {
     const { engine, killedPids, log } = fakeEngine({ scans: [{ owned: [70, 71], foreign: [70] }] });
     const record = await runReap(
@@ -318,6 +334,18 @@ describe('runReap', () => {
     );
     expect(record).toMatchObject({ confirmedEmpty: true, passes: 3 });
     expect(record.inCohort.failed).toBe(2);
+  });
+
+  it('retries a helper that exited 0 without the exact confirmation (its output was tampered with)', async () => {
+    const { engine } = fakeEngine({
+      helper: [{ status: 'failed', exitCode: 0, stderr: '' }, CONFIRMED],
+    });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 2 });
   });
 
   it('stops with ABORTED when the abort check fires', async () => {

@@ -21,6 +21,7 @@ import { setTimeout as sleepFor } from 'node:timers/promises';
 import {
   BadArgumentError,
   KarotteError,
+  SystemError,
   createMisbehavior,
   escapeForDisplay,
   parseOptions,
@@ -231,6 +232,22 @@ interface ResolvedTarget {
   readonly pidNamespaceInitPid: number | undefined;
 }
 
+/** The least time a group call gets, even when the deadline is (nearly) past. */
+const GROUP_CALL_MIN_MS = 1_000;
+
+/** `promise`, or a rejection after `ms` (the promise itself keeps running). */
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new SystemError(`${what} did not settle within ${ms} ms`));
+    }, ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => {
+    clearTimeout(timer);
+  });
+}
+
 const TRANSIENT_HELPER_FAILURE = /Resource temporarily unavailable|Cannot allocate memory/;
 
 /** The reap loop, against an engine. Exported for unit tests of its logic. */
@@ -285,10 +302,15 @@ export async function runReap(
     if (view === undefined || view.dead || view.startTime !== initIdentity) initGone = true;
   };
 
+  // A group call that never settles (a buggy implementation, a freezer that never freezes)
+  // must not hold the reap past its deadline: each call is bounded by what is left of it.
+  const bounded = <T>(promise: Promise<T>, what: string): Promise<T> =>
+    withTimeout(promise, Math.max(GROUP_CALL_MIN_MS, deadline - engine.now()), what);
+
   const killGroup = async (): Promise<void> => {
     if (group === undefined) return;
     try {
-      killed.cgroup += (await group.killAll()).signalled;
+      killed.cgroup += (await bounded(group.killAll(), 'killAll()')).signalled;
     } catch (error) {
       note(`group ${group.name}: kill failed: ${errorText(error)}`);
     }
@@ -333,8 +355,10 @@ export async function runReap(
       case 'failed':
         inCohort.failed += 1;
         // A failure with an exit status is the host's, not the student's (a student can only
-        // stop or kill the helper, or exhaust pids/memory, which shows as EAGAIN/ENOMEM).
-        if (!TRANSIENT_HELPER_FAILURE.test(outcome.stderr)) {
+        // stop or kill the helper, or exhaust pids/memory, which shows as EAGAIN/ENOMEM). An
+        // exit 0 without the exact confirmation means something else wrote to its stdout:
+        // interference, retried, never an error the student could provoke.
+        if (outcome.exitCode !== 0 && !TRANSIENT_HELPER_FAILURE.test(outcome.stderr)) {
           throw new ProcReaperError(
             'HELPER_UNAVAILABLE',
             `the in-cohort helper cannot run on this host (exit ${outcome.exitCode}): ${escapeForDisplay(outcome.stderr.trim(), 300)}`,
@@ -383,7 +407,7 @@ export async function runReap(
     let groupEmpty = true;
     if (group !== undefined) {
       try {
-        lastGroupLive = await engine.liveGroupMembers(group);
+        lastGroupLive = await bounded(engine.liveGroupMembers(group), 'pids()');
         groupEmpty = lastGroupLive.length === 0;
       } catch (error) {
         note(`group ${group.name}: cannot list members: ${errorText(error)}`);

@@ -44,6 +44,9 @@ const integration = {
     pool: 'forks' as const,
     // Real processes, cgroups and loop devices on a 2-core machine: two files at a time.
     maxWorkers: 2,
+    // Vitest 4 refuses projects with different maxWorkers in one sequence group: run the
+    // integration project as its own group, after the unit project.
+    sequence: { groupOrder: 1 },
   },
 };
 

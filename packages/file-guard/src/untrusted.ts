@@ -231,12 +231,17 @@ function classifyInProcess(
   }
 }
 
-/** Read up to `limit` bytes with positional async reads; resolves early (TIMED_OUT) at the deadline. */
+/**
+ * Read up to `limit` bytes with positional async reads; resolves `'timeout'` at the deadline.
+ * Owns `fd`: it is closed once the last read settled (never under a pending read, so its
+ * number cannot be reused while the thread pool still uses it). The caller never closes it.
+ */
 function readBounded(fd: number, limit: number, timeoutMs: number): Promise<Buffer | 'timeout'> {
   const chunks: Buffer[] = [];
   let total = 0;
+  let expired = false;
   const work = (async () => {
-    while (total < limit) {
+    while (total < limit && !expired) {
       const buffer = Buffer.allocUnsafe(Math.min(1024 * 1024, limit - total));
       const n = await new Promise<number>((resolve, reject) => {
         fs.read(fd, buffer, 0, buffer.length, total, (error, bytesRead) => {
@@ -250,17 +255,21 @@ function readBounded(fd: number, limit: number, timeoutMs: number): Promise<Buff
     }
     return Buffer.concat(chunks);
   })();
+  work.then(
+    () => {
+      closeQuietly(fd);
+    },
+    () => {
+      closeQuietly(fd);
+    },
+  );
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => {
+      expired = true;
       resolve('timeout');
     }, timeoutMs);
   });
-  // The descriptor is closed only once the read settled, never under a pending read.
-  work.then(
-    () => undefined,
-    () => undefined,
-  );
   return Promise.race([work, deadline]).finally(() => {
     clearTimeout(timer);
   });
@@ -376,7 +385,6 @@ export async function readUntrusted(
     try {
       got = await read;
     } catch (error) {
-      closeQuietly(fd);
       return failure(
         reasonOfErrno(errnoOf(error)),
         `${display}: ${errnoOf(error) ?? 'read failed'}`,
@@ -384,10 +392,9 @@ export async function readUntrusted(
       );
     }
     if (got === 'timeout') {
-      // Leave the descriptor to the pending read; it is closed when that read settles.
+      // readBounded closes the descriptor once the pending read settles.
       return failure('TIMED_OUT', `${display}: no data within ${parsed.timeoutMs} ms`, started);
     }
-    closeQuietly(fd);
     truncated = false;
     if (got.length > parsed.maxBytes) {
       if (!parsed.truncate) {

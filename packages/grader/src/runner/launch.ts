@@ -288,6 +288,15 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       clearTimeout(timer);
       clearTimeout(setupTimer);
       options.abortSignal.removeEventListener('abort', onAbort);
+      // Process level: whatever the grader left in its process group dies with it (best
+      // effort: a descendant that called setsid escapes; the sandbox has no such gap).
+      if (options.sandbox === null && child.pid !== undefined) {
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // the group is already empty
+        }
+      }
       // Give the pipes a moment to deliver what was written before the exit; a descendant
       // that kept them open does not hold the verdict (the group is killed by the caller).
       const finish = (): void => {

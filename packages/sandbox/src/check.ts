@@ -148,7 +148,7 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
     add(
       'no_privileges',
       capsZero && seen.get('NoNewPrivs') === '1' ? 'prevented' : 'not_supported',
-      'setpriv: no_new_privs, empty capability and bounding sets; every host mount nosuid',
+      'setpriv: no_new_privs, empty capability and bounding sets; every reachable mount nosuid',
       `NoNewPrivs=${seen.get('NoNewPrivs') ?? '?'}, CapEff=${seen.get('CapEff') ?? '?'}, CapBnd=${seen.get('CapBnd') ?? '?'}`,
     );
     const nsRow = (name: string, ns: string, mechanism: string, extra = ''): void => {
@@ -175,7 +175,7 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
     add(
       'read_only_host',
       seen.get('rw') === 'none' && seen.get('home') === 'writable' ? 'prevented' : 'not_supported',
-      'every host mount remounted read-only and nosuid; writable: working directory, /tmp, /dev/shm',
+      'every reachable mount read-only and nosuid, proven from the namespace mount table; writable: working directory, /tmp, /dev/shm (nosuid, nodev)',
       `write to /var/tmp: ${seen.get('rw') === 'none' ? 'refused' : 'allowed'}; working directory ${seen.get('home') ?? 'not writable'}`,
     );
     nsRow('ipc_namespace', 'ipc', 'unshare --ipc (SysV and POSIX queues die with it)');

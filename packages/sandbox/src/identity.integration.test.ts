@@ -99,7 +99,7 @@ describe('network allow-list', () => {
         ns,
         process.execPath,
         '-e',
-        "require('net').createServer((c)=>{c.end('karotte-allowed\\n')}).listen(8080,'10.213.0.1',()=>console.log('up'))",
+        "const net=require('net');let n=0;for(const p of [8080,9090])net.createServer((c)=>{c.end('karotte-allowed-'+p+'\\n')}).listen(p,'10.213.0.1',()=>{if(++n===2)console.log('up')})",
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
@@ -121,11 +121,16 @@ describe('network allow-list', () => {
     const reached = await box.exec(
       'exec 3<>/dev/tcp/10.213.0.1/8080 && cat <&3; exec 4<>/dev/tcp/10.213.0.2/8080 || echo other-unreachable',
     );
-    expect(reached.stdout).toBe('karotte-allowed\nother-unreachable\n');
+    expect(reached.stdout).toBe('karotte-allowed-8080\nother-unreachable\n');
+    // Addresses are enforced, ports are not (no firewall): another port of the allowed address
+    // is reachable too, as the README says.
+    expect((await box.exec('exec 5<>/dev/tcp/10.213.0.1/9090 && cat <&5')).stdout).toBe(
+      'karotte-allowed-9090\n',
+    );
     // After a reap between steps the rebuilt world gets its veth and its check again.
     await box.reap();
     const again = await box.exec('exec 3<>/dev/tcp/10.213.0.1/8080 && cat <&3');
-    expect(again).toMatchObject({ stdout: 'karotte-allowed\n', restarted: true });
+    expect(again).toMatchObject({ stdout: 'karotte-allowed-8080\n', restarted: true });
     expect(box.networkCheck.ok).toBe(true);
     expect(box.networkCheck.probes.filter((probe) => probe.observed === 'reachable')).toEqual([
       expect.objectContaining({ label: 'allowed', address: '10.213.0.1' }),

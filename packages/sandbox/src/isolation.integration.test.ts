@@ -106,6 +106,13 @@ describe('the student cannot read what it must not', () => {
     expect(inside.stdout).not.toContain(fs.readlinkSync('/proc/self/ns/mnt'));
     expect(inside.stdout).not.toContain(fs.readlinkSync('/proc/self/ns/pid'));
   });
+
+  it('sees a read-only /sys of its own network namespace: no host interfaces, no cgroup files', async () => {
+    const hostInterfaces = fs.readdirSync('/sys/class/net').filter((name) => name !== 'lo');
+    expect(hostInterfaces.length).toBeGreaterThan(0);
+    const sys = await box.exec('ls /sys/class/net; ls -A /sys/fs/cgroup | wc -l; touch /sys/x 2>&1; echo $?');
+    expect(sys.stdout).toMatch(/^lo\n0\n.*Read-only file system\n1\n$/s);
+  });
 });
 
 describe('no privilege', () => {

@@ -68,7 +68,21 @@ describe('reachableMounts', () => {
   });
 });
 
+// The same after /sys became a fresh sysfs: the host's sysfs and its cgroup mounts lie beneath.
+const FRESH_SYS = `45 44 254:0 / / ro,nosuid,relatime - ext4 /dev/vda rw
+48 45 0:22 / /sys rw,relatime - sysfs sysfs rw
+49 48 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+50 49 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+59 49 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+69 48 0:41 / /sys ro,nosuid,nodev,noexec,relatime - sysfs karotte-sys ro
+`;
+
 describe('mountViolations', () => {
+  it('accepts a fresh read-only sysfs over the host’s (whose submounts are out of reach)', () => {
+    expect(reachableMounts(parseMountInfo(FRESH_SYS).entries).map((mount) => mount.id)).toEqual([45, 69]);
+    expect(mountViolations(FRESH_SYS, WRITABLE)).toEqual([]);
+  });
+
   it('accepts a real sandbox: everything reachable is read-only and nosuid, the writable places nosuid,nodev', () => {
     expect(mountViolations(SANDBOX, WRITABLE)).toEqual([]);
   });

@@ -56,10 +56,15 @@ export const sandboxLimitsSchema = z
   })
   .strict();
 
-/** An address and TCP/UDP port the student may reach (e.g. a model proxy). */
+/**
+ * An address the student may reach (e.g. a model proxy). Only the address is enforced (a route
+ * to it and to nothing else); there is no firewall, so every port and protocol of that address
+ * is reachable.
+ */
 export const allowedEndpointSchema = z
   .object({
     address: z.string().refine((value) => net.isIPv4(value), 'must be an IPv4 address'),
+    /** The port the task means. Recorded, NOT enforced: every port of `address` is reachable. */
     port: z.number().int().min(1).max(65_535),
   })
   .strict();
@@ -70,7 +75,7 @@ export const networkOptionsSchema = z.discriminatedUnion('mode', [
   z
     .object({
       mode: z.literal('allowList'),
-      /** The only endpoints reachable (IPv4). Each gets a host route through a veth pair; nothing else is routed. */
+      /** The only addresses reachable (IPv4; ports are not filtered). Each gets a host route through a veth pair; nothing else is routed. */
       allow: z.array(allowedEndpointSchema).min(1).max(16),
       /**
        * Network namespace (a name under /run/netns) that holds the veth's other end; the allowed

@@ -489,10 +489,17 @@ class SandboxImpl implements Sandbox {
    */
   private directives(): string[] {
     const { limits } = this.options;
-    const replaced = ['/tmp', '/dev/shm', '/home'];
-    const covers = [...new Set(this.hidden)].filter((hidden) => !replaced.includes(hidden)).sort();
+    // Mounted over by this setup, so the sweep leaves what lies beneath: /proc is the PID
+    // namespace's own (unshare --mount-proc), /sys a fresh sysfs of the sandbox's network
+    // namespace (one mount instead of one remount per cgroup and other mount below /sys).
+    const replaced = ['/proc', '/sys', '/tmp', '/dev/shm', '/home'];
+    const covers = [...new Set(this.hidden)]
+      .filter((hidden) => !['/tmp', '/dev/shm', '/home'].includes(hidden))
+      .sort();
     const d: string[] = ['lo', 'hostname', this.hostname];
     d.push('sweep', String(replaced.length + covers.length), ...replaced, ...covers);
+    d.push('remount', '/proc', 'ro,nosuid,nodev,noexec');
+    d.push('sysfs', '/sys');
     d.push('tmpfs', '/tmp', `size=${limits.tmpBytes},mode=1777,nosuid,nodev`);
     d.push('tmpfs', '/dev/shm', `size=${limits.shmBytes},mode=1777,nosuid,nodev`);
     d.push('bind', path.join(this.dir, 'home'), '/home', 'ro,nosuid,nodev,noexec');
@@ -618,8 +625,9 @@ class SandboxImpl implements Sandbox {
    * working directory and limits group, and check the network again.
    */
   private async rebuildWorld(notice: string): Promise<void> {
-    await this.closeShell();
-    await this.world?.stop();
+    // Killing PID 1 kills the shell with everything else; closing it at the same time only
+    // releases its pipes sooner.
+    await Promise.all([this.closeShell(), this.world?.stop()]);
     await this.waitForNoStudentProcess(5000);
     if (this.veth !== undefined) {
       const peerNetns =
@@ -802,10 +810,10 @@ class SandboxImpl implements Sandbox {
     // A rebuild in flight finishes first; its world is then reaped like any other.
     await this.rebuilding?.catch(() => undefined);
     const generation = this.generation;
-    await this.closeShell();
-    // Killing PID 1 first makes the kernel kill the whole PID namespace at once; the reaper
-    // then proves, by cgroup, uid (in-cohort kill) and /proc sweep, that nothing survived.
-    await this.world?.stop();
+    // Killing PID 1 first makes the kernel kill the whole PID namespace at once (the shell
+    // with it); the reaper then proves, by cgroup, uid (in-cohort kill) and /proc sweep, that
+    // nothing survived.
+    await Promise.all([this.closeShell(), this.world?.stop()]);
     const record = await reapStudent({
       uid: this.uid,
       limits: this.limitsMade ? this.limits : undefined,

@@ -14,6 +14,8 @@
  *                            over each of them later in this script (fresh tmpfs, covers), so
  *                            what lies beneath is unreachable
  *   tmpfs PATH OPTIONS       mount a fresh tmpfs
+ *   sysfs PATH               mount a fresh read-only sysfs (of this network namespace)
+ *   remount PATH OPTIONS     set a mount's flags (a bind remount: never the file system's own)
  *   bind SRC DST OPTIONS     bind SRC at DST with OPTIONS (one mount(8) run: bind, then remount)
  *   cover PATH EMPTYFILE     hide PATH: an empty read-only root-only tmpfs over a directory,
  *                            a read-only bind of EMPTYFILE over anything else; missing: skipped;
@@ -46,15 +48,29 @@ mounted() {
 }
 sweep() {
   local id parent mm root mp opts rest o p
-  local -a skip=("$@") order=()
-  local -A top_id=() top_opts=()
+  local -a skip=("$@") ids=() order=()
+  local -A parent_of=() mp_of=() covered=() hidden=() top_id=() top_opts=()
   while read -r id parent mm root mp opts rest; do
     if [[ $mp == *\\* ]]; then mp=$(printf '%b' "${'$'}{mp//\\/\\0}"); fi
-    [[ -n ${'$'}{top_id[$mp]+x} ]] || order+=("$mp")
+    ids+=("$id") parent_of[$id]=$parent mp_of[$id]=$mp
     # Stacked mounts share a path; a remount by path reaches the topmost, listed last.
+    [[ -n ${'$'}{top_id[$mp]+x} ]] || order+=("$mp")
     top_id[$mp]=$id top_opts[$mp]=$opts
   done < /proc/self/mountinfo
+  # A mount stacked on its parent's root covers the parent, whose other children (and theirs)
+  # are then out of reach: no path leads to them, and a remount by path would miss them.
+  for id in "${'$'}{ids[@]}"; do
+    p=${'$'}{parent_of[$id]}
+    [[ -n ${'$'}{mp_of[$p]+x} && ${'$'}{mp_of[$p]} == "${'$'}{mp_of[$id]}" ]] && covered[$p]=1
+  done
+  for id in "${'$'}{ids[@]}"; do
+    p=${'$'}{parent_of[$id]}
+    if [[ -n ${'$'}{hidden[$p]+x} ]] || [[ -n ${'$'}{covered[$p]+x} && ${'$'}{mp_of[$p]} != "${'$'}{mp_of[$id]}" ]]; then
+      hidden[$id]=1
+    fi
+  done
   for mp in "${'$'}{order[@]}"; do
+    [[ -n ${'$'}{hidden[${'$'}{top_id[$mp]}]+x} ]] && continue
     opts=${'$'}{top_opts[$mp]}
     [[ ,$opts, == *,ro,* && ,$opts, == *,nosuid,* ]] && continue
     for p in "${'$'}{skip[@]}"; do
@@ -88,6 +104,8 @@ while (( $# > 0 )); do
     hostname) printf '%s' "$2" > /proc/sys/kernel/hostname || fail 'cannot set hostname'; shift 2 ;;
     sweep) n=$2; shift 2; sweep "${'$'}{@:1:n}"; shift "$n" ;;
     tmpfs) "$MOUNT" -t tmpfs -o "$3" karotte "$2" || fail "cannot mount tmpfs at $2"; shift 3 ;;
+    sysfs) "$MOUNT" -t sysfs -o ro,nosuid,nodev,noexec karotte-sys "$2" || fail "cannot mount sysfs at $2"; shift 2 ;;
+    remount) "$MOUNT" --options-source=disable -o "remount,bind,$3" "$2" || fail "cannot remount $2 ($3)"; shift 3 ;;
     bind) "$MOUNT" --options-source=disable --bind -o "$4" "$2" "$3" || fail "cannot bind $2 at $3 ($4)"; shift 4 ;;
     cover) cover "$2" "$3"; shift 3 ;;
     *) fail "unknown directive $1" ;;

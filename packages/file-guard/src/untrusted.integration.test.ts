@@ -263,25 +263,33 @@ describe('as the student uid: the uid bounds what is reachable', () => {
          }`,
         [signal],
       );
-    const stopper = watcher('SIGSTOP');
-    cleanups.push(() => {
-      stopper.kill('SIGKILL');
-    });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const stopped = await readUntrusted(path.join(w.work, 'notes.txt'), { asUid: w.uid, timeoutMs: 1500 });
-    expect(stopped).toMatchObject({ ok: false, reason: 'TIMED_OUT' });
-    expect(stopped.durationMs).toBeLessThan(5000);
-    stopper.kill('SIGKILL');
-    await waitFor(() => pidsOfUid(w.uid).length === 0, 10_000);
-
-    const killer = watcher('SIGKILL');
-    cleanups.push(() => {
-      killer.kill('SIGKILL');
-    });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const killed = await readUntrusted(path.join(w.work, 'notes.txt'), { asUid: w.uid, timeoutMs: 5000 });
-    expect(killed.ok).toBe(false);
-    expect(['INTERRUPTED', 'TIMED_OUT']).toContain(killed.ok ? '' : killed.reason);
+    // The watcher races the helper's start; give it priority and a few chances, and require
+    // that the attack landed at least once. Every attempt must end as ok (the watcher missed)
+    // or as the expected failure, never hang.
+    const attack = async (signal: string, timeoutMs: number): Promise<string[]> => {
+      const child = watcher(signal);
+      cleanups.push(() => {
+        child.kill('SIGKILL');
+      });
+      run('/usr/bin/renice', ['-n', '-15', '-p', String(child.pid)]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const outcomes: string[] = [];
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        const result = await readUntrusted(path.join(w.work, 'notes.txt'), { asUid: w.uid, timeoutMs });
+        expect(result.durationMs).toBeLessThan(timeoutMs + 5000);
+        outcomes.push(result.ok ? 'ok' : result.reason);
+        if (!result.ok) break;
+      }
+      child.kill('SIGKILL');
+      await waitFor(() => pidsOfUid(w.uid).length === 0, 10_000);
+      return outcomes;
+    };
+    const stopped = await attack('SIGSTOP', 1500);
+    expect(stopped.at(-1)).toBe('TIMED_OUT');
+    expect(stopped.slice(0, -1).every((outcome) => outcome === 'ok')).toBe(true);
+    const killed = await attack('SIGKILL', 5000);
+    expect(['INTERRUPTED', 'TIMED_OUT']).toContain(killed.at(-1));
+    expect(killed.slice(0, -1).every((outcome) => outcome === 'ok')).toBe(true);
   });
 
   it('enters a mount namespace to see the student’s view of the filesystem', async () => {

@@ -75,8 +75,8 @@ export const runCommand: Command = {
         const reasons = result.misbehavior.map((m) => m.code).join(', ');
         io.stdout.write(
           `${result.taskId}: ${result.status} score=${result.score}` +
-            `${reasons === '' ? '' : ` misbehavior=${reasons}`}` +
-            `${result.error === null ? '' : ` error=${result.error.code}: ${result.error.message}`}` +
+            (reasons === '' ? '' : ` misbehavior=${reasons}`) +
+            (result.error === null ? '' : ` error=${result.error.code}: ${result.error.message}`) +
             ` (uid ${result.sandbox.uid ?? '-'}, ${formatDuration(result.durationMs)}) -> ${path.join(outDir, 'result.json')}\n`,
         );
       }

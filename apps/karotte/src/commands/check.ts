@@ -18,7 +18,9 @@ export const checkCommand: Command = {
   async run(argv, { io }) {
     const flags = parseFlags(argv, { json: { type: 'boolean' } });
     const controller = new AbortController();
-    const onSignal = (): void => { controller.abort(); };
+    const onSignal = (): void => {
+      controller.abort();
+    };
     process.on('SIGINT', onSignal);
     let report;
     try {

@@ -20,7 +20,9 @@ export const demoCommand: Command = {
   async run(argv, { io }) {
     const flags = parseFlags(argv, { json: { type: 'boolean' } });
     const controller = new AbortController();
-    const onSignal = (): void => { controller.abort(); };
+    const onSignal = (): void => {
+      controller.abort();
+    };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     const all: (RedteamRow & { example: string })[] = [];

@@ -49,7 +49,9 @@ export const redteamCommand: Command = {
       .map((s) => s.trim())
       .filter(Boolean);
     const controller = new AbortController();
-    const onSignal = (): void => { controller.abort(); };
+    const onSignal = (): void => {
+      controller.abort();
+    };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     const live = process.stderr.isTTY && flags.json !== true;

@@ -429,7 +429,7 @@ describe('takeCustody: budgets', () => {
         path: 'answer.txt',
       },
     ]);
-    expect(result.manifest.durationMs).toBeLessThan(500);
+    expect(result.manifest.durationMs).toBeLessThan(1000);
   });
 
   it('accepts a file of exactly the per-file budget and refuses one byte more', async () => {
@@ -644,6 +644,8 @@ describe('takeCustody: races with a live student', () => {
     cleanups.push(() => {
       racer.kill('SIGKILL');
     });
+    // On a loaded machine the racer must still get the CPU to race at all.
+    run('/usr/bin/renice', ['-n', '-10', '-p', String(racer.pid)]);
     const outcomes = new Map<string, number>();
     for (let iteration = 0; iteration < 300; iteration += 1) {
       // The student's own directory may be moved to `elsewhere` mid-copy: opening it there is
@@ -760,6 +762,7 @@ describe('takeCustody: races with a live student', () => {
     cleanups.push(() => {
       writer.kill('SIGKILL');
     });
+    run('/usr/bin/renice', ['-n', '-10', '-p', String(writer.pid)]);
     await new Promise((resolve) => setTimeout(resolve, 300));
     let refusedChanged = 0;
     for (let attempt = 0; attempt < 5; attempt += 1) {

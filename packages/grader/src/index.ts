@@ -24,6 +24,7 @@ export {
 export type { DefaultCollectorOptions } from './default-collector.js';
 export { recoverGraderLeftovers, recoverGraderLeftoversOptionsSchema } from './recover.js';
 export type { RecoverGraderLeftoversOptions, RecoveredGrader, GraderRecoveryReport } from './recover.js';
+export { studentLimitOutcome } from './episode.js';
 export { evaluateJudge } from './judge.js';
 export type { Judge, JudgeContext } from './judge.js';
 export { createExecutableJudge, executableJudgeOptionsSchema } from './judges/executable.js';

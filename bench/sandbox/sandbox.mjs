@@ -1,7 +1,15 @@
 // Sandbox cost, side by side with a plain spawn of the same command (the named baseline).
 // Run as root after `pnpm --filter @karotte/sandbox build`:  node bench/sandbox/sandbox.mjs
+// KAROTTE_BENCH_RUNS (default 7) sets the runs of (a) and (d); KAROTTE_BENCH_DIST points at
+// another build of the package (to compare two versions on the same machine at the same time).
 import { spawn } from 'node:child_process';
-import { createSandbox } from '../../packages/sandbox/dist/index.js';
+import os from 'node:os';
+import { pathToFileURL } from 'node:url';
+
+const dist = process.env.KAROTTE_BENCH_DIST
+  ? pathToFileURL(process.env.KAROTTE_BENCH_DIST).href
+  : new URL('../../packages/sandbox/dist/index.js', import.meta.url).href;
+const { createSandbox } = await import(dist);
 
 const MiB = 1024 * 1024;
 const LIMITS = { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, pidsMax: 128 };
@@ -24,9 +32,11 @@ async function time(fn) {
 }
 function row(name, sandboxMs, baselineMs, baseline) {
   console.log(
-    `${name.padEnd(44)} sandbox ${sandboxMs.toFixed(2).padStart(9)} ms   ${baseline.padEnd(22)} ${baselineMs.toFixed(2).padStart(8)} ms   ratio ${(sandboxMs / baselineMs).toFixed(1)}x`,
+    `${name.padEnd(46)} sandbox ${sandboxMs.toFixed(2).padStart(9)} ms   ${baseline.padEnd(18)} ${baselineMs.toFixed(2).padStart(8)} ms   ratio ${(sandboxMs / baselineMs).toFixed(1)}x`,
   );
 }
+
+console.log(`${dist}  load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cpus`);
 
 // (a) create + first command + teardown vs one plain `bash -c 'echo hi'`.
 const a = [];
@@ -52,6 +62,18 @@ for (let i = 0; i < 200; i += 1) {
   b.push(await time(() => box.exec('echo hi')));
   bBase.push(await time(() => plain(['/usr/bin/bash', '-c', 'echo hi'])));
 }
+
+// (d) a multi-step task's next step: reap every process, then the next command (which
+// rebuilds the world around the same files) vs one plain `bash -c`.
+const d = [];
+const dBase = [];
+if (typeof box.restart === 'function') {
+  for (let i = 0; i < runs; i += 1) {
+    await box.reap();
+    d.push(await time(() => box.exec('echo hi')));
+    dBase.push(await time(() => plain(['/usr/bin/bash', '-c', 'echo hi'])));
+  }
+}
 await box.destroy();
 row('(b) one command (persistent shell)', median(b), median(bBase), 'plain bash -c');
 
@@ -73,3 +95,6 @@ for (let i = 0; i < Math.max(3, Math.floor(runs / 2)); i += 1) {
   );
 }
 row('(c) 16 concurrent create + command + teardown', median(c), median(cBase), '16 plain bash -c');
+if (d.length > 0)
+  row('(d) next step after a reap: rebuild + command', median(d), median(dBase), 'plain bash -c');
+console.log(`load average ${os.loadavg()[0].toFixed(1)}`);

@@ -65,7 +65,9 @@ export function reapStudent(target: {
       ...(target.limits === undefined ? {} : { group: target.limits.group }),
       ...(target.initPid === undefined || target.initPid < 2 ? {} : { pidNamespaceInitPid: target.initPid }),
     },
-    { deadlineMs: target.deadlineMs },
+    // The in-cohort helper is two execs (sh, setpriv); on a loaded host they can take seconds.
+    // A longer bound only delays a pass the student stalls (SIGSTOP); the deadline still holds.
+    { deadlineMs: target.deadlineMs, helperTimeoutMs: Math.min(10_000, target.deadlineMs) },
   );
 }
 

@@ -8,6 +8,7 @@ import { createSandbox } from '@karotte/sandbox';
 import type { Sandbox } from '@karotte/sandbox';
 import { pidsOfUid, tempDir } from '../../../test/support/index.js';
 import { collectAndGrade } from './collect.js';
+import type { SubmissionCollector } from './collect.js';
 import { createSandboxCollector, networkCheckFromSandbox, studentFromSandbox } from './default-collector.js';
 import { createExecutableJudge } from './judges/executable.js';
 import { verdictSchema } from './verdict.js';
@@ -38,33 +39,44 @@ afterAll(async () => {
   hidden.cleanup();
 });
 
-function grade() {
+function grade(collector: SubmissionCollector = createSandboxCollector(box)) {
   return collectAndGrade({
     student: studentFromSandbox(box),
     submission: ['answer.txt'],
     judge: createExecutableJudge({ program: path.join(FIXTURES, 'compare.mjs'), timeoutMs: 20_000 }),
     hiddenDir: hidden.dir,
-    collector: createSandboxCollector(box),
+    collector,
     network: networkCheckFromSandbox(box),
   });
 }
 
 describe('collectAndGrade with a @karotte/sandbox student', () => {
   it('a background writer (setsid, nohup) the student left is reaped before custody: failed, score 0', async () => {
+    // The writer waits for a trigger the test drops after the reap and before custody.
     const started = await box.exec(
-      "echo wrong > answer.txt; setsid nohup bash -c 'sleep 2; while :; do echo 42 > answer.txt; sleep 0.01; done' >/dev/null 2>&1 & echo started",
+      "echo wrong > answer.txt; setsid nohup bash -c 'while [ ! -e go ]; do sleep 0.01; done; while :; do echo 42 > answer.txt; sleep 0.01; done' >/dev/null 2>&1 & echo started",
     );
     expect(started.stdout).toContain('started');
     expect(pidsOfUid(box.uid).length).toBeGreaterThan(0);
-    const verdict = await grade();
+    const real = createSandboxCollector(box);
+    const collector: SubmissionCollector = {
+      ...real,
+      reap: async (student, options) => {
+        const result = await real.reap(student, options);
+        fs.writeFileSync(path.join(box.workDir, 'go'), '');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return result;
+      },
+    };
+    const verdict = await grade(collector);
     expect(verdictSchema.parse(verdict)).toEqual(verdict);
     expect(verdict).toMatchObject({ status: 'failed', score: 0, judgeScore: 0, misbehavior: [] });
     expect(verdict.reap).toMatchObject({ confirmed: true, survivors: [] });
     expect(verdict.network).toMatchObject({ checked: true, isolated: true });
     expect(verdict.judge?.metadata['answer']).toBe('wrong');
     expect(pidsOfUid(box.uid)).toEqual([]);
-    await new Promise((resolve) => setTimeout(resolve, 2500));
     expect(fs.readFileSync(path.join(box.workDir, 'answer.txt'), 'utf8')).toBe('wrong\n');
+    fs.rmSync(path.join(box.workDir, 'go'));
   });
 
   it('an honest answer written in the sandbox passes', async () => {

@@ -103,9 +103,7 @@ describe('executable judge in its sandbox', () => {
   });
 
   it('a hanging grader (with a setsid grandchild) is killed whole at the timeout: failed, TIMEOUT', async () => {
-    const started = performance.now();
     const report = await judge('hang.mjs', { timeoutMs: 1000 }).evaluate(context());
-    const took = performance.now() - started;
     expect(report).toMatchObject({
       status: 'failed',
       score: 0,
@@ -115,8 +113,12 @@ describe('executable judge in its sandbox', () => {
     expect(report.limitHits).toEqual([
       expect.objectContaining({ limit: 'wall_time', limitValue: 1000, enforcement: 'prevented' }),
     ]);
-    // The harness moves on at once: setup + 1 s limit + kill and teardown well under 1 s more.
-    expect(took).toBeLessThan(2500);
+    // The harness moves on at once: from the limit to the report (kill, exit, proof the cgroup
+    // is empty, unmount, removal) is tens of ms on an idle host; the bound leaves room for a
+    // loaded CI machine. Setup before the grader starts is not the grader's time.
+    const timings = report.timings!;
+    expect(timings.runMs).toBeGreaterThanOrEqual(1000);
+    expect(timings.runMs - 1000 + timings.teardownMs).toBeLessThan(1500);
     expectNothingLeft(report);
   });
 
@@ -296,14 +298,16 @@ describe('executable judge in its sandbox', () => {
 
   it('cancelling kills the grader at once: error ABORTED', async () => {
     const controller = new AbortController();
+    let abortedAt = 0;
     setTimeout(() => {
+      abortedAt = performance.now();
       controller.abort();
     }, 500);
-    const started = performance.now();
     const report = await judge('hang.mjs', { timeoutMs: 30_000 }).evaluate(
       context({ abortSignal: controller.signal }),
     );
-    expect(performance.now() - started).toBeLessThan(2500);
+    // From the abort to the report: a kill and a teardown, never the 30 s limit.
+    expect(performance.now() - abortedAt).toBeLessThan(3000);
     expect(report).toMatchObject({ status: 'error', error: { code: 'ABORTED' } });
     expectNothingLeft(report);
   });

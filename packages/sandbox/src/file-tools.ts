@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { BadArgumentError, MiB, KiB, parseOptions } from '@karotte/base';
-import { isSandboxError } from './errors.js';
 import { runInside, type InsideOutput } from './inside.js';
-import type { World } from './world.js';
+import { WorldGoneError, type World } from './world.js';
 
 /**
  * The file tools' program, run by Node as the student inside the sandbox: every open happens
@@ -300,7 +299,7 @@ export function createFileTools(context: FileToolContext): SandboxFiles {
           maxStdoutBytes,
         });
       } catch (error) {
-        if (!isSandboxError(error) || error.code !== 'DESTROYED' || world.alive()) throw error;
+        if (!(error instanceof WorldGoneError)) throw error;
         if (attempt >= 2) {
           return { ok: false, code: 'EIO', message: 'the sandbox restarted during the file operation' };
         }

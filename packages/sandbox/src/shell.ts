@@ -7,7 +7,7 @@ import { OutputCapture, TokenScanner } from './output.js';
 import { childrenOf, isSameProcessAlive, processesOfUid, readProcess } from './procfs.js';
 import { SHELL_SCRIPT } from './scripts.js';
 import type { World } from './world.js';
-import { ROOT_ENV } from './world.js';
+import { ROOT_ENV, WorldGoneError } from './world.js';
 
 /** What one command in the persistent shell produced. Expected outcomes are data, never exceptions. */
 export interface ExecResult {
@@ -132,7 +132,18 @@ export class PersistentShell {
 
   /** Start the shell now (it then waits for its first command), so the first exec does not pay for it. */
   prestart(): void {
-    if (this.session === undefined && !this.closed && this.options.world.alive()) this.start();
+    if (this.session === undefined && !this.closed) this.tryStart();
+  }
+
+  /** start(), or undefined when the world died just now (the caller sees it and rebuilds). */
+  private tryStart(): Session | undefined {
+    if (!this.options.world.alive()) return undefined;
+    try {
+      return this.start();
+    } catch (error) {
+      if (error instanceof WorldGoneError) return undefined;
+      throw error;
+    }
   }
 
   /** Kill the shell (not the sandbox). Idempotent. */
@@ -290,8 +301,9 @@ export class PersistentShell {
         await this.killSession();
       }
       if (this.closed) return { notRun: 'closed' };
-      if (!this.options.world.alive()) return { notRun: 'world-gone' };
-      session = this.start();
+      const fresh = this.tryStart();
+      if (fresh === undefined) return { notRun: 'world-gone' };
+      session = fresh;
     }
     const { headBytes, tailBytes } = this.options;
     let wake: () => void = () => undefined;
@@ -423,7 +435,7 @@ export class PersistentShell {
       }
       if (!this.closed) restarted = true;
       await this.killSession();
-      if (!this.closed && this.options.world.alive()) this.start();
+      if (!this.closed) this.tryStart();
     }
     if (stopped) {
       notices.push(

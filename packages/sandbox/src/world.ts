@@ -6,6 +6,17 @@ import { mountViolations } from './mounts.js';
 import { childrenOf, isSameProcessAlive, readProcess } from './procfs.js';
 import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT } from './scripts.js';
 
+/**
+ * The world's init died between a check and a launch (the OOM killer, a reap from outside).
+ * Internal: callers catch it and rebuild; one that escapes is a SETUP_FAILED, never DESTROYED
+ * (that code means destroy() was called).
+ */
+export class WorldGoneError extends SandboxError {
+  constructor() {
+    super('SETUP_FAILED', 'the sandbox namespaces are gone (their init died)');
+  }
+}
+
 /** The minimal environment of every root process the sandbox starts: never the harness's. */
 export const ROOT_ENV: Readonly<Record<string, string>> = Object.freeze({
   PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
@@ -201,7 +212,7 @@ export class World {
    * the root launcher (closes inherited descriptors above `keepFd`), then setpriv.
    */
   launchArgv(uid: number, keepFd: number, program: readonly string[]): string[] {
-    if (!this.alive()) throw new SandboxError('DESTROYED', 'the sandbox namespaces are gone');
+    if (!this.alive()) throw new WorldGoneError();
     const { bins, prefix } = this.options;
     return [
       ...prefix,

@@ -32,7 +32,7 @@ export type { TranscriptEvent, TranscriptEventType } from './transcript.js';
 export { Episode, createEpisode, runEpisode, EPISODE_TOOLS } from './episode.js';
 export type { EpisodeOptions, EpisodeResult, StepOutcome, WorldSpec, WorldFactory } from './episode.js';
 export type { StudentWorld, ShellOutcome } from './world.js';
-export { createSandboxWorld, toLimitHit } from './sandbox-world.js';
+export { createSandboxWorld } from './sandbox-world.js';
 export type { SandboxWorldOptions } from './sandbox-world.js';
 export { checkHost } from '@karotte/sandbox';
 export type { HostCheck, DefenseReport } from '@karotte/sandbox';

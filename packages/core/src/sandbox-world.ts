@@ -1,8 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { escapeForDisplay, isErrno } from '@karotte/base';
-import type { LimitHit, NetworkCheck } from '@karotte/grader';
-import { toMisbehavior, type LimitEvent } from '@karotte/limits';
+import { studentLimitOutcome, type NetworkCheck } from '@karotte/grader';
 import { createSandbox, isSandboxError, type NetworkVerdict, type Sandbox } from '@karotte/sandbox';
 import { CoreError } from './errors.js';
 import type { WorldSpec } from './episode.js';
@@ -79,8 +78,8 @@ export async function createSandboxWorld(
       };
     },
     async limitHits() {
-      const events = await sandbox.limits.events();
-      return { hits: events.map(toLimitHit), misbehavior: events.map(toMisbehavior) };
+      const outcome = studentLimitOutcome(await sandbox.limits.events());
+      return { hits: outcome.limitHits, misbehavior: outcome.misbehavior };
     },
     async destroy(): Promise<void> {
       const report = await sandbox.destroy();
@@ -90,19 +89,6 @@ export async function createSandboxWorld(
         });
       }
     },
-  };
-}
-
-/** A limit event of `@karotte/limits` as the verdict's limit hit, with its misbehavior message. */
-export function toLimitHit(event: LimitEvent): LimitHit {
-  const limit = event.limit === 'disk_bytes' || event.limit === 'disk_inodes' ? 'disk' : event.limit;
-  return {
-    scope: 'student',
-    limit,
-    limitValue: event.limitValue,
-    observed: event.observed,
-    enforcement: event.kind === 'reaped' ? 'detected_and_reaped' : 'prevented',
-    message: toMisbehavior(event).message,
   };
 }
 

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isDeadState, parseStat, parseStatus, scanOwned, walkUid } from './procfs.js';
+import { isDeadState, isLive, parseStat, parseStatus, scanOwned, walkUid } from './procfs.js';
 
 const roots: string[] = [];
 afterEach(() => {
@@ -135,5 +135,19 @@ describe('scanOwned', () => {
     expect(scan.foreign).toEqual([61]);
     // Entries owned by someone else are not listed.
     expect(scanOwned(me + 1, 'pid:[1]', root)).toEqual({ owned: [], foreign: [] });
+  });
+});
+
+describe('isLive', () => {
+  it('is false for an exited process or a plain zombie, true for a runner or a garbled status', () => {
+    const root = fakeProc();
+    addProcess(root, 70, status('runner', 'R', [1, 1, 1, 1]));
+    addProcess(root, 71, status('zombie', 'Z', [1, 1, 1, 1]));
+    fs.mkdirSync(path.join(root, '72'));
+    fs.writeFileSync(path.join(root, '72', 'status'), 'garbage');
+    expect(isLive(70, root)).toBe(true);
+    expect(isLive(71, root)).toBe(false);
+    expect(isLive(72, root)).toBe(true);
+    expect(isLive(73, root)).toBe(false);
   });
 });

@@ -324,6 +324,18 @@ export function readStatus(pid: number, procRoot = '/proc'): ProcStatus | undefi
   return text === undefined ? undefined : parseStatus(text);
 }
 
+/**
+ * True while `pid` can still run: not exited, not a zombie (unless other threads of it still
+ * run). A status that cannot be parsed counts as alive: never prove emptiness from garbage.
+ */
+export function isLive(pid: number, procRoot = '/proc'): boolean {
+  const text = readProcFile(`${procRoot}/${pid}/status`);
+  if (text === undefined) return false;
+  const status = parseStatus(text);
+  if (status === undefined) return true;
+  return !isDeadState(status.state) || hasLiveThreads(procRoot, pid);
+}
+
 /** Stat of one process, or undefined when it exited. */
 export function readStat(pid: number, procRoot = '/proc'): ProcStat | undefined {
   const text = readProcFile(`${procRoot}/${pid}/stat`);

@@ -36,6 +36,7 @@ import { assertCanReap } from './privileges.js';
 import {
   assertOwnProcfs,
   isDeadState,
+  isLive,
   killPid,
   readPidNamespace,
   readStat,
@@ -196,7 +197,7 @@ export async function reap(target: ReapTarget, options: ReapOptions = {}): Promi
     kill: killPid,
     runInCohort: () => runHelper(helperArgv!, parsed.helperTimeoutMs),
     inspectInit: (pid) => inspectInit(pid, ownPidNamespace),
-    liveGroupMembers: async (killable) => (await killable.pids()).filter((pid) => isAlive(pid)),
+    liveGroupMembers: async (killable) => (await killable.pids()).filter((pid) => isLive(pid)),
     checkAbort: () => {
       if (abortSignal?.aborted) {
         throw new ProcReaperError('ABORTED', 'reap was aborted; nothing is confirmed', {
@@ -206,11 +207,6 @@ export async function reap(target: ReapTarget, options: ReapOptions = {}): Promi
     },
   };
   return runReap({ uid, group, pidNamespaceInitPid }, parsed, engine);
-}
-
-function isAlive(pid: number): boolean {
-  const status = readStatus(pid);
-  return status !== undefined && !isDeadState(status.state);
 }
 
 function inspectInit(pid: number, ownPidNamespace: string): InitView | undefined {

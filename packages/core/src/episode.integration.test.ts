@@ -114,7 +114,9 @@ describe('episodes through the library API', () => {
       createWorld: createSandboxWorld,
       abortSignal: controller.signal,
     });
-    setTimeout(() => controller.abort(), 4000);
+    setTimeout(() => {
+      controller.abort();
+    }, 4000);
     const result = await pending;
     expect(result.status).toBe('error');
     expect(result.error?.code).toBe('ABORTED');

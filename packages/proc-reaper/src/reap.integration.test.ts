@@ -232,6 +232,31 @@ describe('baseline: tree-kill on the student launcher leaves survivors in the es
   }
 });
 
+describe('baseline: a `pkill -KILL -u` loop', () => {
+  it('declares the uid empty (pgrep finds no live process) while a fork-and-die relay lives on', async () => {
+    const relay = ESCAPES.find((candidate) => candidate.name.startsWith('fork-and-die relay'))!;
+    await startEscape(relay);
+    // Up to 3 attempts, restarting the relay if pkill happened to land on a live hop: the
+    // claim is that this loop CAN report "done" with a writer alive, which a proof must not.
+    let fooled = false;
+    for (let attempt = 0; attempt < 3 && !fooled; attempt += 1) {
+      for (let round = 0; round < 100; round += 1) {
+        spawnSync('/usr/bin/pkill', ['-KILL', '-u', String(ctx.uid)]);
+        if (spawnSync('/usr/bin/pgrep', ['-u', String(ctx.uid), '-r', 'R,S,D,T,t,W,P,I']).status === 1) break;
+      }
+      fooled = (await heartbeatsAfter(ctx.dir, 500)).length > 0;
+      if (!fooled) {
+        spawnStudent(ctx.uid, relay.script, { dir: ctx.dir, prefix: ctx.group!.launchPrefix() });
+        await waitFor(() => beats(ctx.dir).includes('beat.relay'), 15_000);
+      }
+    }
+    expect(fooled).toBe(true);
+    const record = await reap({ uid: ctx.uid, group: ctx.group! });
+    expect(record.confirmedEmpty).toBe(true);
+    expect(await heartbeatsAfter(ctx.dir)).toEqual([]);
+  });
+});
+
 describe('reap() details', () => {
   it('pids.max really was saturated: a process forked inside the group fails', async () => {
     const escape = ESCAPES.find((candidate) => candidate.pidsMax === 24)!;

@@ -85,15 +85,15 @@ sweep() {
     fi
   done
 }
-declare -a covered=()
+declare -a covered_dirs=()
 cover() {
   local c
-  for c in "${'$'}{covered[@]}"; do
+  for c in "${'$'}{covered_dirs[@]}"; do
     [[ $1 == "$c" || $1 == "${'$'}{c%/}"/* ]] && return 0
   done
   if [[ -d $1 ]]; then
     "$MOUNT" -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,nr_inodes=1,mode=000 karotte-cover "$1" || fail "cannot cover $1"
-    covered+=("$1")
+    covered_dirs+=("$1")
   elif [[ -e $1 || -L $1 ]]; then
     "$MOUNT" --options-source=disable --bind -o ro,nosuid,nodev,noexec "$2" "$1" || fail "cannot cover $1"
   fi

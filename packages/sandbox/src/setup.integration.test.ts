@@ -66,6 +66,35 @@ async function startChurn(count: number): Promise<string> {
 }
 
 describe('setup', () => {
+  it('leaves host mounts that a stacked mount hides, and makes the top of the stack read-only', async () => {
+    // On the host: a tmpfs with a mount inside it, then another tmpfs stacked over the first.
+    // The inner mount is unreachable (its path now leads into the top tmpfs, which has no
+    // such directory): a remount by path cannot reach it and must not be tried.
+    const base = fs.mkdtempSync('/var/tmp/karotte-stack-');
+    const mount = (...args: string[]): void => {
+      const result = spawnSync('/usr/bin/mount', args, { encoding: 'utf8' });
+      expect(result.status, result.stderr).toBe(0);
+    };
+    cleanups.push(() => {
+      for (const mountPoint of mountsUnder(base).reverse()) spawnSync('/usr/bin/umount', ['-l', mountPoint]);
+      spawnSync('/usr/bin/umount', ['-l', base]);
+      spawnSync('/usr/bin/umount', ['-l', base]);
+      fs.rmSync(base, { recursive: true, force: true });
+    });
+    mount('-t', 'tmpfs', '-o', 'size=64k', 'karotte-stack-bottom', base);
+    fs.mkdirSync(path.join(base, 'inner'));
+    mount('-t', 'tmpfs', '-o', 'size=64k', 'karotte-stack-inner', path.join(base, 'inner'));
+    mount('-t', 'tmpfs', '-o', 'size=64k', 'karotte-stack-top', base);
+    const box = await createSandbox({ limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB } });
+    cleanups.push(async () => {
+      await box.destroy().catch(() => undefined);
+    });
+    const seen = await box.exec(`ls -A ${base}; touch ${base}/x 2>&1; echo $?`);
+    expect(seen.stdout).toMatch(/Read-only file system\n1\n$/);
+    expect(seen.stdout).not.toContain('inner');
+    expect((await box.destroy()).leftovers).toEqual([]);
+  });
+
   it('survives host mounts vanishing while it runs, and still proves every reachable mount read-only', async () => {
     await startChurn(2);
     const made: Sandbox[] = [];

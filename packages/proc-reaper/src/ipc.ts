@@ -2,9 +2,7 @@
 // message queues, and POSIX message queues. Reclaimed by trusted binaries (no compiler, and
 // Node has no shmctl/mq_unlink).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmdirSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { lstatSync, readFileSync } from 'node:fs';
 import { SystemError, isErrno, toSystemError } from '@karotte/base';
 
 /** A SysV IPC kind, as in /proc/sysvipc/<kind>. */
@@ -173,48 +171,58 @@ function splitNames(bytes: Buffer): Buffer[] {
   return names.map((name) => (name[0] === 0x2e && name[1] === 0x2f ? name.subarray(2) : name));
 }
 
+/** Root-owned directories that exist on any Linux host, tried in order as the mount point. */
+const MQUEUE_MOUNT_POINTS = ['/run', '/tmp', '/mnt', '/var/tmp', '/dev'];
+
+/** The first of {@link MQUEUE_MOUNT_POINTS} that is a real root-owned directory (not a link). */
+function pickMountPoint(): string {
+  for (const candidate of MQUEUE_MOUNT_POINTS) {
+    const stats = lstatSync(candidate, { throwIfNoEntry: false });
+    if (stats?.isDirectory() === true && stats.uid === 0) return candidate;
+  }
+  throw new SystemError(
+    `no root-owned directory to mount mqueue on (tried ${MQUEUE_MOUNT_POINTS.join(', ')})`,
+  );
+}
+
 /**
- * Remove the POSIX message queues owned by `uid` in this IPC namespace. Needs root
- * (a private mount namespace and an mqueue mount). The mount point is a fresh root-only
- * directory; the mount lives only in the throwaway namespace.
+ * Remove the POSIX message queues owned by `uid` in this IPC namespace. Needs root (a private
+ * mount namespace and an mqueue mount). The mqueue filesystem is mounted over an existing
+ * root-owned directory INSIDE the throwaway namespace only: nothing is created on the host,
+ * so nothing is left behind even if this process is killed halfway.
  */
 export async function sweepMqueues(
   binaries: MqueueBinaries,
   uid: number,
   timeoutMs: number,
 ): Promise<MqueueSweep> {
-  const mountPoint = mkdtempSync(path.join(os.tmpdir(), 'karotte-mqueue-'));
-  try {
-    const result = await runCommand(
-      [
-        binaries.unshare,
-        '--mount',
-        '--propagation',
-        'private',
-        '--',
-        binaries.sh,
-        '-c',
-        MQUEUE_SCRIPT,
-        'karotte-mqueue',
-        mountPoint,
-        String(uid),
-        binaries.mount,
-        binaries.find,
-      ],
-      timeoutMs,
-    );
-    const marker = result.stdout.indexOf(LEFT_MARKER);
-    if (result.timedOut || marker < 0) {
-      const why = result.timedOut
-        ? `timed out after ${timeoutMs} ms`
-        : `exit ${result.exitCode ?? result.signal ?? '?'}: ${result.stderr.trim()}`;
-      throw new SystemError(`cannot sweep POSIX message queues: ${why}`);
-    }
-    return {
-      removed: splitNames(result.stdout.subarray(0, marker)),
-      left: splitNames(result.stdout.subarray(marker + LEFT_MARKER.length)),
-    };
-  } finally {
-    rmdirSync(mountPoint);
+  const result = await runCommand(
+    [
+      binaries.unshare,
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      binaries.sh,
+      '-c',
+      MQUEUE_SCRIPT,
+      'karotte-mqueue',
+      pickMountPoint(),
+      String(uid),
+      binaries.mount,
+      binaries.find,
+    ],
+    timeoutMs,
+  );
+  const marker = result.stdout.indexOf(LEFT_MARKER);
+  if (result.timedOut || marker < 0) {
+    const why = result.timedOut
+      ? `timed out after ${timeoutMs} ms`
+      : `exit ${result.exitCode ?? result.signal ?? '?'}: ${result.stderr.trim()}`;
+    throw new SystemError(`cannot sweep POSIX message queues: ${why}`);
   }
+  return {
+    removed: splitNames(result.stdout.subarray(0, marker)),
+    left: splitNames(result.stdout.subarray(marker + LEFT_MARKER.length)),
+  };
 }

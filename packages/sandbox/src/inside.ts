@@ -39,17 +39,23 @@ export function runInside(options: InsideOptions): Promise<InsideOutput> {
     let timedOut = false;
     let overflow = false;
     let settled = false;
+    let fallback: NodeJS.Timeout | undefined;
     const kill = (): void => {
+      let inside = 0;
       if (child.pid !== undefined) {
         for (const pid of childrenOf(child.pid)) {
           try {
             process.kill(pid, 'SIGKILL');
+            inside += 1;
           } catch {
             // gone
           }
         }
       }
-      child.kill('SIGKILL');
+      // nsenter reaps what it started and exits; killed at once it would leave a zombie in the
+      // namespace for the host's init. It is killed only if it does not go by itself.
+      if (inside === 0) child.kill('SIGKILL');
+      else fallback ??= setTimeout(() => child.kill('SIGKILL'), 1000);
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -78,6 +84,7 @@ export function runInside(options: InsideOptions): Promise<InsideOutput> {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearTimeout(fallback);
       options.abortSignal?.removeEventListener('abort', onAbort);
       resolve({ stdout: Buffer.concat(chunks), stderr, exitCode: code, signal, timedOut, overflow });
     };

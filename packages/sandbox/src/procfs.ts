@@ -8,6 +8,8 @@ export interface ProcessInfo {
   readonly state: string;
   /** Start time in clock ticks since boot: (pid, startTime) names a process, a pid alone does not. */
   readonly startTime: number;
+  /** Kernel task flags (PF_*), field 9 of stat. */
+  readonly flags: number;
 }
 
 /** Parse `/proc/<pid>/stat`; the command name may contain spaces and parentheses, so split at the last `)`. */
@@ -20,8 +22,9 @@ export function parseStat(pid: number, text: string): ProcessInfo | undefined {
   const ppid = Number(fields[1]);
   const pgrp = Number(fields[2]);
   const startTime = Number(fields[19]);
+  const flags = Number(fields[6]);
   if (state === undefined || !Number.isFinite(ppid) || !Number.isFinite(startTime)) return undefined;
-  return { pid, ppid, pgrp, state, startTime };
+  return { pid, ppid, pgrp, state, startTime, flags: Number.isFinite(flags) ? flags : 0 };
 }
 
 /** The process `pid`, or undefined when it is gone (or a zombie, when `live` is set). */
@@ -37,6 +40,33 @@ export function readProcess(pid: number): ProcessInfo | undefined {
 export function isSameProcessAlive(pid: number, startTime: number): boolean {
   const info = readProcess(pid);
   return info !== undefined && info.startTime === startTime && info.state !== 'Z' && info.state !== 'X';
+}
+
+/** PF_EXITING: the task is in do_exit (a SIGKILLed namespace init stays there until its namespace is empty). */
+const PF_EXITING = 0x4;
+/** SIGKILL's bit in the pending-signal masks of /proc/<pid>/status. */
+const SIGKILL_BIT = 1n << 8n;
+
+/**
+ * True when the process named by (pid, startTime) lives and is not on its way out: not a
+ * zombie, not exiting, no SIGKILL pending. A killed namespace init takes a moment to die (it
+ * first kills and waits for its namespace); for the caller it is already gone.
+ */
+export function isSameProcessLiving(pid: number, startTime: number): boolean {
+  const info = readProcess(pid);
+  if (info === undefined || info.startTime !== startTime || info.state === 'Z' || info.state === 'X') {
+    return false;
+  }
+  if ((info.flags & PF_EXITING) !== 0) return false;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    for (const match of status.matchAll(/^(?:SigPnd|ShdPnd):\s+([0-9a-f]+)$/gm)) {
+      if ((BigInt(`0x${match[1]!}`) & SIGKILL_BIT) !== 0n) return false;
+    }
+  } catch {
+    return false;
+  }
+  return true;
 }
 
 /** Real uid of `pid`, or undefined when it is gone. */

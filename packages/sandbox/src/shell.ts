@@ -498,13 +498,19 @@ export class PersistentShell {
     this.session = undefined;
     if (session === undefined) return;
     this.findBash(session);
+    let killedInside = false;
     if (session.bashPid !== 0 && isSameProcessAlive(session.bashPid, session.bashStartTime)) {
       try {
         process.kill(session.bashPid, 'SIGKILL');
+        killedInside = true;
       } catch {
         // gone
       }
     }
+    // nsenter, outside the PID namespace, is the shell's parent: it reaps the shell and exits.
+    // Killed first, it would leave the shell a zombie for the host's init to reap whenever it
+    // gets to it, and the namespace's init cannot finish exiting before that (seconds).
+    if (killedInside) await waitForExit(session, 1000);
     if (!session.exited) {
       try {
         session.child.kill('SIGKILL');

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { SandboxError } from './errors.js';
 import type { SandboxBinaries } from './binaries.js';
 import { mountViolations } from './mounts.js';
-import { childrenOf, isSameProcessAlive, readProcess } from './procfs.js';
+import { childrenOf, isSameProcessAlive, isSameProcessLiving, readProcess } from './procfs.js';
 import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT } from './scripts.js';
 
 /**
@@ -201,9 +201,21 @@ export class World {
     }
   }
 
-  /** True while the namespace's init lives. */
+  private waitForHolder(timeoutMs: number): Promise<void> {
+    const holder = this.holder;
+    if (holder === undefined || this.exited || timeoutMs <= 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      holder.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** True while the namespace's init lives and is not on its way out (exiting, SIGKILL pending). */
   alive(): boolean {
-    return !this.exited && this.initPid > 0 && isSameProcessAlive(this.initPid, this.initStartTime);
+    return !this.exited && this.initPid > 0 && isSameProcessLiving(this.initPid, this.initStartTime);
   }
 
   /**
@@ -257,23 +269,16 @@ export class World {
     const holder = this.holder;
     if (holder) {
       holder.stdin?.destroy();
+      // unshare reaps its init and exits; only if it does not is it killed (killed first, it
+      // would leave the init's zombie to the host's init, which reaps when it gets to it).
+      await this.waitForHolder(this.initPid > 0 ? Math.min(1000, timeoutMs) : 0);
       if (!this.exited) {
         try {
           holder.kill('SIGKILL');
         } catch {
           // gone
         }
-        await new Promise<void>((resolve) => {
-          if (this.exited) {
-            resolve();
-            return;
-          }
-          const timer = setTimeout(resolve, timeoutMs);
-          holder.once('exit', () => {
-            clearTimeout(timer);
-            resolve();
-          });
-        });
+        await this.waitForHolder(timeoutMs);
       }
       holder.stdout?.destroy();
       holder.stderr?.destroy();

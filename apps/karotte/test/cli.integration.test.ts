@@ -1,6 +1,6 @@
 // End-to-end runs of the app as a user runs it: spawn the built CLI (dist/cli.js, built by
 // the README's setup), read result.json and the transcript. Real sandboxes, real graders.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -72,6 +72,37 @@ function assertNothingLeft(uid: unknown): void {
   expect(typeof uid).toBe('number');
   expect(pidsOfUid(uid as number)).toEqual([]);
   expect(fs.readFileSync('/proc/self/mounts', 'utf8')).not.toMatch(new RegExp(`karotte.*${String(uid)}`));
+}
+
+/**
+ * Start `karotte run` on a command that never ends and wait (bounded) until the student's
+ * command is running: its tool_call is in the transcript. Returns the child and the uid.
+ */
+async function startLongRun(dir: string): Promise<{ child: ChildProcess; out: string; uid: number }> {
+  const out = path.join(dir, 'out');
+  const replay = writeReplay(dir, ['echo started; sleep 600']);
+  const task = path.join(examples, 'quarterly-revenue');
+  const child = spawn(
+    process.execPath,
+    [cli, 'run', '--task', task, '--agent', 'replay', '--replay', replay, '--out', out],
+    {
+      stdio: 'pipe',
+    },
+  );
+  const file = path.join(out, 'transcript.jsonl');
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (Date.now() > deadline) throw new Error('the run never started its command');
+    await new Promise((r) => setTimeout(r, 50));
+    if (!fs.existsSync(file)) continue;
+    const events = fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const uid = events.find((e) => e['type'] === 'network_checked')?.['uid'];
+    if (typeof uid === 'number' && events.some((e) => e['type'] === 'tool_call')) return { child, out, uid };
+  }
 }
 
 describe('karotte run (contract sections 2 to 6)', () => {
@@ -149,79 +180,19 @@ describe('karotte run (contract sections 2 to 6)', () => {
   });
 
   it('SIGTERM during a run tears everything down and leaves a valid transcript', async () => {
-    const dir = tmp('sigterm');
-    const out = path.join(dir, 'out');
-    const replay = writeReplay(dir, ['echo started; sleep 600']);
-    const child = spawn(
-      process.execPath,
-      [
-        cli,
-        'run',
-        '--task',
-        path.join(examples, 'quarterly-revenue'),
-        '--agent',
-        'replay',
-        '--replay',
-        replay,
-        '--out',
-        out,
-      ],
-      { stdio: 'pipe' },
-    );
-    // Wait until the student's command is running (its tool_call is in the transcript).
-    const deadline = Date.now() + 60_000;
-    while (!(
-      fs.existsSync(path.join(out, 'transcript.jsonl')) &&
-      fs.readFileSync(path.join(out, 'transcript.jsonl'), 'utf8').includes('"tool_call"')
-    )) {
-      if (Date.now() > deadline) throw new Error('the run never started its command');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const { child, out, uid } = await startLongRun(tmp('sigterm'));
     child.kill('SIGTERM');
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     const { result, transcript } = readOut(out);
     expect(code).toBe(1);
     expect(result['status']).toBe('error');
     expect(transcript.at(-1)!['type']).toBe('episode_ended');
-    assertNothingLeft((result['sandbox'] as { uid: unknown }).uid);
+    assertNothingLeft(uid);
   });
 
   it('after a SIGKILLed run, the next run reclaims its leftovers', async () => {
     const dir = tmp('sigkill');
-    const out = path.join(dir, 'out');
-    const replay = writeReplay(dir, ['echo started; sleep 600']);
-    const child = spawn(
-      process.execPath,
-      [
-        cli,
-        'run',
-        '--task',
-        path.join(examples, 'quarterly-revenue'),
-        '--agent',
-        'replay',
-        '--replay',
-        replay,
-        '--out',
-        out,
-      ],
-      { stdio: 'pipe' },
-    );
-    const deadline = Date.now() + 60_000;
-    let uid: number | undefined;
-    while (uid === undefined) {
-      if (Date.now() > deadline) throw new Error('the run never started its command');
-      await new Promise((r) => setTimeout(r, 50));
-      const file = path.join(out, 'transcript.jsonl');
-      if (!fs.existsSync(file)) continue;
-      const text = fs.readFileSync(file, 'utf8');
-      if (!text.includes('"tool_call"')) continue;
-      const checked = text
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .find((e) => e['type'] === 'network_checked');
-      uid = checked?.['uid'] as number | undefined;
-    }
+    const { child, uid } = await startLongRun(dir);
     child.kill('SIGKILL');
     await new Promise((resolve) => child.on('exit', resolve));
     const second = run(

@@ -31,8 +31,10 @@ export const INIT_SCRIPT = [
   '  interrupted=0',
   '  wait "$child"',
   '  status=$?',
-  // `wait` also returns (with 128+n) when a trapped signal interrupts it: wait again.
-  '  if [ "$interrupted" = 1 ] && kill -0 "$child" 2>/dev/null; then continue; fi',
+  // `wait` also returns (with 128+n) when a trapped signal interrupts it: wait again. Never
+  // ask `kill -0` whether the command still runs: bash may already have reaped it in its
+  // SIGCHLD handler, and only a second `wait` returns the status it saved.
+  '  if [ "$interrupted" = 1 ]; then continue; fi',
   '  break',
   'done',
   'exit "$status"',

@@ -5,7 +5,7 @@ import type { Judge } from '@karotte/grader';
 import { z } from 'zod';
 import { CoreError } from './errors.js';
 import type { Task, TaskStep } from './task.js';
-import { relativePathSchema, taskIdSchema, taskLimitsSchema } from './task-schema.js';
+import { relativePathSchema, requireOneForm, taskIdSchema, taskLimitsSchema } from './task-schema.js';
 
 const judgeSchema = z.custom<Judge>(
   (value) => typeof value === 'object' && value !== null && typeof (value as Judge).evaluate === 'function',
@@ -48,21 +48,7 @@ export const taskDefinitionSchema = z
     limits: taskLimitsSchema.optional(),
   })
   .strict()
-  .superRefine((task, ctx) => {
-    const single =
-      task.instructions !== undefined || task.submission !== undefined || task.judge !== undefined;
-    if (task.steps !== undefined && single) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['steps'],
-        message: 'use either steps or instructions/submission/judge, not both',
-      });
-    } else if (task.steps === undefined) {
-      for (const key of ['instructions', 'submission', 'judge'] as const) {
-        if (task[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is required' });
-      }
-    }
-  });
+  .superRefine(requireOneForm(['instructions', 'submission', 'judge']));
 
 export type TaskDefinition = z.input<typeof taskDefinitionSchema>;
 

@@ -99,23 +99,28 @@ export const taskFileSchema = z
     limits: taskLimitsSchema.optional(),
   })
   .strict()
-  .superRefine((task, ctx) => {
-    const single =
-      task.instructions !== undefined || task.submission !== undefined || task.grader !== undefined;
-    if (task.steps !== undefined && single) {
+  .superRefine(requireOneForm(['instructions', 'submission', 'grader']));
+
+/**
+ * A task is either one step (`single` fields, all required) or `steps`, never both. Shared by
+ * `task.json` and `defineTask()` so both say the same thing about the same mistake.
+ */
+export function requireOneForm<const K extends string>(single: readonly K[]) {
+  return (task: { readonly steps?: unknown } & Partial<Record<K, unknown>>, ctx: z.RefinementCtx): void => {
+    const hasSingle = single.some((key) => task[key] !== undefined);
+    if (task.steps !== undefined && hasSingle) {
       ctx.addIssue({
         code: 'custom',
         path: ['steps'],
-        message: 'use either steps or instructions/submission/grader, not both',
+        message: `use either steps or ${single.join('/')}, not both`,
       });
-      return;
-    }
-    if (task.steps === undefined) {
-      for (const key of ['instructions', 'submission', 'grader'] as const) {
+    } else if (task.steps === undefined) {
+      for (const key of single) {
         if (task[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is required' });
       }
     }
-  });
+  };
+}
 
 export type TaskFile = z.infer<typeof taskFileSchema>;
 export type TaskLimits = z.infer<typeof taskLimitsSchema>;

@@ -1,6 +1,6 @@
-import process from 'node:process';
 import { checkHost } from '@karotte/core';
 import type { Command } from '../commands.js';
+import { listenForTermination } from '../signals.js';
 import { parseFlags } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';
 import { formatDuration, table } from '../format.js';
@@ -17,16 +17,12 @@ export const checkCommand: Command = {
   ].join('\n'),
   async run(argv, { io }) {
     const flags = parseFlags(argv, { json: { type: 'boolean' } });
-    const controller = new AbortController();
-    const onSignal = (): void => {
-      controller.abort();
-    };
-    process.on('SIGINT', onSignal);
+    const termination = listenForTermination();
     let report;
     try {
-      report = await checkHost({ abortSignal: controller.signal });
+      report = await checkHost({ abortSignal: termination.signal });
     } finally {
-      process.off('SIGINT', onSignal);
+      termination.dispose();
     }
     if (flags.json === true) {
       io.stdout.write(`${JSON.stringify(report)}\n`);

@@ -2,6 +2,7 @@ import path from 'node:path';
 import process from 'node:process';
 import { createSandboxWorld, loadTask, recoverLeftovers } from '@karotte/core';
 import type { Command } from '../commands.js';
+import { listenForTermination } from '../signals.js';
 import { parseFlags } from '../args.js';
 import { DEMO_PLAN, EXAMPLES_DIR } from '../examples.js';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';
@@ -19,12 +20,7 @@ export const demoCommand: Command = {
   ].join('\n'),
   async run(argv, { io }) {
     const flags = parseFlags(argv, { json: { type: 'boolean' } });
-    const controller = new AbortController();
-    const onSignal = (): void => {
-      controller.abort();
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    const termination = listenForTermination();
     const all: (RedteamRow & { example: string })[] = [];
     try {
       if (process.getuid?.() === 0) await recoverLeftovers();
@@ -34,7 +30,7 @@ export const demoCommand: Command = {
           task,
           createWorld: createSandboxWorld,
           only: attacks,
-          abortSignal: controller.signal,
+          abortSignal: termination.signal,
         });
         for (const row of rows) {
           all.push({ ...row, example });
@@ -47,10 +43,9 @@ export const demoCommand: Command = {
         }
       }
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      termination.dispose();
     }
-    const ok = all.every((r) => r.ok) && !controller.signal.aborted;
+    const ok = all.every((r) => r.ok) && !termination.signal.aborted;
     if (flags.json === true) io.stdout.write(`${JSON.stringify({ ok, runs: all })}\n`);
     else {
       const controls = all.filter((r) => r.kind === 'control');

@@ -2,6 +2,7 @@ import path from 'node:path';
 import process from 'node:process';
 import { CoreError, createSandboxWorld, loadTask, recoverLeftovers } from '@karotte/core';
 import type { Command } from '../commands.js';
+import { listenForTermination } from '../signals.js';
 import { parseFlags, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { formatDuration, table } from '../format.js';
@@ -48,12 +49,7 @@ export const redteamCommand: Command = {
       ?.split(',')
       .map((s) => s.trim())
       .filter(Boolean);
-    const controller = new AbortController();
-    const onSignal = (): void => {
-      controller.abort();
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    const termination = listenForTermination();
     const live = process.stderr.isTTY && flags.json !== true;
     let rows: RedteamRow[];
     try {
@@ -62,7 +58,7 @@ export const redteamCommand: Command = {
         task,
         createWorld: createSandboxWorld,
         concurrency,
-        abortSignal: controller.signal,
+        abortSignal: termination.signal,
         ...(only === undefined ? {} : { only }),
         ...(flags.out === undefined ? {} : { outDir: path.resolve(flags.out) }),
         onProgress: (done, total, running) => {
@@ -81,14 +77,13 @@ export const redteamCommand: Command = {
       if (error instanceof RangeError) throw new UsageError(error.message);
       throw error;
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      termination.dispose();
       if (live) process.stderr.write('\r\x1b[2K');
     }
     const failed = rows.filter((r) => !r.ok);
     if (flags.json === true) {
       io.stdout.write(
-        `${JSON.stringify({ task: task.id, ok: failed.length === 0 && !controller.signal.aborted, rows })}\n`,
+        `${JSON.stringify({ task: task.id, ok: failed.length === 0 && !termination.signal.aborted, rows })}\n`,
       );
     } else {
       io.stdout.write(
@@ -111,6 +106,6 @@ export const redteamCommand: Command = {
           `${rows.some((r) => r.kind === 'control') ? `, control ${rows.find((r) => r.kind === 'control')!.ok ? 'passed' : 'FAILED'}` : ''}\n`,
       );
     }
-    return failed.length === 0 && !controller.signal.aborted ? EXIT_OK : EXIT_FAILURE;
+    return failed.length === 0 && !termination.signal.aborted ? EXIT_OK : EXIT_FAILURE;
   },
 };

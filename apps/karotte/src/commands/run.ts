@@ -10,6 +10,7 @@ import {
   runEpisode,
 } from '@karotte/core';
 import type { Command } from '../commands.js';
+import { listenForTermination } from '../signals.js';
 import { parseFlags, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { formatDuration } from '../format.js';
@@ -57,18 +58,14 @@ export const runCommand: Command = {
     const outDir = path.resolve(flags.out!);
     // Leftovers of a harness killed earlier are reclaimed before a new episode starts.
     if (process.getuid?.() === 0) await recoverLeftovers();
-    const controller = new AbortController();
-    const onSignal = (signal: NodeJS.Signals): void => {
+    const termination = listenForTermination((signal) => {
       io.stderr.write(`karotte run: ${signal}: stopping the episode and tearing down\n`);
-      controller.abort();
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    });
     try {
       const result = await runEpisode(task, createReplayAgent(messages), {
         outDir,
         createWorld: createSandboxWorld,
-        abortSignal: controller.signal,
+        abortSignal: termination.signal,
       });
       if (flags.json === true) io.stdout.write(`${JSON.stringify(result)}\n`);
       else {
@@ -82,8 +79,7 @@ export const runCommand: Command = {
       }
       return result.status === 'error' ? EXIT_FAILURE : EXIT_OK;
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      termination.dispose();
     }
   },
 };

@@ -25,6 +25,9 @@ if (want('packages')) {
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let failedRuns = 0;
+// Failures are repeated at the very end, after the counts' line, so that a log cut to its
+// tail (as CI systems keep it) still names what failed and why.
+const failures = [];
 
 function vitest(node, label) {
   const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-vitest-')), 'report.json');
@@ -51,6 +54,20 @@ function vitest(node, label) {
     totals.failed += data.numFailedTests ?? 0;
     totals.skipped += (data.numPendingTests ?? 0) + (data.numTodoTests ?? 0);
     if ((data.numTotalTests ?? 0) === 0) failedRuns += 1;
+    for (const file of data.testResults ?? []) {
+      const relative = path.relative(root, file.name ?? '');
+      if (file.status === 'failed' && (file.assertionResults ?? []).length === 0) {
+        failures.push({ label, name: relative, message: file.message ?? '' });
+      }
+      for (const test of file.assertionResults ?? []) {
+        if (test.status !== 'failed') continue;
+        failures.push({
+          label,
+          name: `${relative} > ${test.fullName ?? test.title}`,
+          message: (test.failureMessages ?? []).join('\n'),
+        });
+      }
+    }
   } else {
     failedRuns += 1;
   }
@@ -61,6 +78,10 @@ if (want('test')) vitest(process.execPath, process.versions.node);
 if (want('test24')) vitest(node24Path(), '24');
 
 if (want('test') || want('test24')) {
+  for (const failure of failures) {
+    const lines = failure.message.split('\n').slice(0, 12).join('\n    ');
+    process.stdout.write(`FAILED (Node.js ${failure.label}) ${failure.name}\n    ${lines}\n`);
+  }
   process.stdout.write(
     `tests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`,
   );

@@ -89,14 +89,18 @@ const STAGE2 = [
   // The mount table is read inside the new namespace: a private, consistent copy taken at
   // unshare time, so a mount another process adds or removes on the host meanwhile cannot
   // make this list stale. Mount points come one per line (mountinfo escapes \n as \012).
-  String.raw`list=$("$sed" -n 's/^[^ ]* [^ ]* [^ ]* [^ ]* \([^ ]*\) .*$/\1/p' /proc/self/mountinfo) || exit 125`,
-  'printf "%s\\n" "$list" | while IFS= read -r mp; do',
+  // Lines are "mount-id mount-point".
+  String.raw`list=$("$sed" -n 's/^\([^ ]*\) [^ ]* [^ ]* [^ ]* \([^ ]*\) .*$/\1 \2/p' /proc/self/mountinfo) || exit 125`,
+  'mounted() { while read -r i rest; do [ "$i" = "$1" ] && return 0; done < /proc/self/mountinfo; return 1; }',
+  'printf "%s\\n" "$list" | while read -r id mp; do',
   String.raw`  case $mp in *\\*) mp=$(printf '%b' "$(printf '%s' "$mp" | "$sed" 's/\\\([0-7][0-7][0-7]\)/\\0\1/g')");; esac`,
   '  case $mp in /proc|/proc/*|/sys|/sys/*) continue;; esac',
   '  [ "$mp" = "$keep" ] && continue',
   // A mount whose mount point vanished meanwhile (another grader's score tmpfs, removed on
-  // the host) has been detached from this namespace too: nothing left to protect there.
-  '  "$m" -o remount,bind,ro "$mp" 2>/dev/null || { [ -e "$mp" ] || continue; "$m" -o remount,bind,ro "$mp" || exit 125; }',
+  // the host) has been detached from this namespace too: nothing left to protect there. A
+  // failed remount is fatal only while that mount (by id) is still in this namespace's table.
+  // --options-source=disable: /etc/fstab never adds options to a remount.
+  '  "$m" --options-source=disable -o remount,bind,ro "$mp" 2>/dev/null || { mounted "$id" || continue; "$m" --options-source=disable -o remount,bind,ro "$mp" || exit 125; }',
   'done || exit 125',
   // A fresh read-only sysfs (this is a new network namespace) hides every cgroup and other
   // mount below /sys in one step instead of one remount each.
@@ -165,6 +169,8 @@ function sandboxArgv(options: LaunchOptions, sandbox: SandboxSpec): [string, str
 
 /** Deadline of the sandbox setup (namespaces, mounts) before the grader starts; past it, a host fault. */
 const SETUP_TIMEOUT_MS = 30_000;
+/** After the exit, how long the readiness pipe may take to reach EOF (it is normally at once). */
+const READINESS_EOF_MS = 5_000;
 
 /** Keeps the last `size` bytes written to it. */
 class Tail {
@@ -328,21 +334,36 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
           finish();
         }
       };
-      const grace = setTimeout(() => {
-        pending = -1;
-        finish();
-      }, 100);
-      for (const stream of [child.stdout, child.stderr]) {
-        if (stream === null || stream.readableEnded || stream.destroyed) done();
-        else {
-          let fired = false;
-          const once = (): void => {
-            if (fired) return;
-            fired = true;
-            done();
-          };
-          stream.once('end', once).once('close', once);
+      let grace: NodeJS.Timeout | undefined;
+      const drainOutput = (): void => {
+        grace = setTimeout(() => {
+          pending = -1;
+          finish();
+        }, 100);
+        for (const stream of [child.stdout, child.stderr]) {
+          if (stream === null || stream.readableEnded || stream.destroyed) done();
+          else onEnd(stream, done);
         }
+      };
+      // The readiness byte and the exit arrive on different channels, in no fixed order: a
+      // fast grader's exit can be seen before the byte it wrote at start. Its pipe is at EOF
+      // once the setup script closed it (before the grader ran) or died, so wait for that
+      // end before deciding whether the grader started (never on a short grace: a loop
+      // stalled by load would then call a finished grader a setup failure).
+      if (
+        ready ||
+        readiness === null ||
+        readiness === undefined ||
+        readiness.readableEnded ||
+        readiness.destroyed
+      ) {
+        drainOutput();
+      } else {
+        const deadline = setTimeout(drainOutput, READINESS_EOF_MS);
+        onEnd(readiness, () => {
+          clearTimeout(deadline);
+          drainOutput();
+        });
       }
     });
     // A spawn failure (ENOENT, EACCES) emits 'error' without 'exit'.
@@ -369,4 +390,15 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       });
     });
   });
+}
+
+/** Call `callback` once, when `stream` ends or closes (whichever comes first). */
+function onEnd(stream: Readable, callback: () => void): void {
+  let fired = false;
+  const once = (): void => {
+    if (fired) return;
+    fired = true;
+    callback();
+  };
+  stream.once('end', once).once('close', once);
 }

@@ -400,6 +400,12 @@ export class PersistentShell {
         return { notRun: this.options.world.alive() ? 'killed-at-start' : 'world-gone' };
       }
     }
+    if (!complete && !this.closed && session.exited && !stopped && session.exitSignal === 'SIGKILL') {
+      // A shell SIGKILLed mid-command: alone (the OOM killer chose it), or with every process
+      // of the namespace when its init was killed. The shell's exit can be seen before its
+      // init's, so give the world a moment to show it is going before saying which it was.
+      await waitUntil(() => !this.options.world.alive(), WORLD_DEATH_GRACE_MS);
+    }
     if (!complete) {
       if (this.closed) {
         // close(): the sandbox is being reaped or destroyed.
@@ -523,6 +529,17 @@ export class PersistentShell {
     session.markers.destroy();
     session.child.stdout?.destroy();
     session.child.stderr?.destroy();
+  }
+}
+
+/** How long a SIGKILLed shell waits to see whether its world died too. */
+const WORLD_DEATH_GRACE_MS = 250;
+
+/** Poll `condition` every 10 ms until it holds or `timeoutMs` passed. */
+async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition() && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 

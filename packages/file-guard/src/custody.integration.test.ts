@@ -270,7 +270,8 @@ describe('takeCustody: links', () => {
     w.student(`fs.symlinkSync(args[0], 'answer.txt')`, [target(w)]);
     const started = performance.now();
     const result = await custody(w, ['answer.txt']);
-    expect(performance.now() - started).toBeLessThan(2000);
+    // Bounded (a loaded CI machine included); following /dev/zero would never end.
+    expect(performance.now() - started).toBeLessThan(5000);
     expect(result.ok).toBe(false);
     expect(result.misbehavior).toEqual([
       {
@@ -352,7 +353,8 @@ describe('takeCustody: special files', () => {
     const started = performance.now();
     const declared = await custody(w, ['answer.txt']);
     const inTree = await custody(w, ['out']);
-    expect(performance.now() - started).toBeLessThan(2000);
+    // Opening a FIFO with no writer would block forever.
+    expect(performance.now() - started).toBeLessThan(5000);
     expect(declared.misbehavior).toEqual([
       { code: 'NOT_REGULAR_FILE', message: 'answer.txt is not a regular file (a FIFO)', path: 'answer.txt' },
     ]);
@@ -429,7 +431,8 @@ describe('takeCustody: budgets', () => {
         path: 'answer.txt',
       },
     ]);
-    expect(result.manifest.durationMs).toBeLessThan(1000);
+    // Refused on its size, before a byte is read: reading 100 GB would take minutes.
+    expect(result.manifest.durationMs).toBeLessThan(3000);
   });
 
   it('accepts a file of exactly the per-file budget and refuses one byte more', async () => {
@@ -491,7 +494,7 @@ describe('takeCustody: budgets', () => {
     );
     const result = await custody(w, ['deep']);
     expect(codes(result)).toEqual(['TOO_DEEP']);
-    expect(result.manifest.durationMs).toBeLessThan(2000);
+    expect(result.manifest.durationMs).toBeLessThan(5000);
   });
 
   it('refuses a 4,096-byte path', async () => {

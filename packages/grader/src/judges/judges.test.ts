@@ -76,7 +76,7 @@ describe('function judge', () => {
     );
     const started = performance.now();
     const report = await judge.evaluate(context());
-    expect(performance.now() - started).toBeLessThan(2000);
+    expect(performance.now() - started).toBeLessThan(5000);
     expect(report).toMatchObject({ status: 'failed', failure: { reason: 'TIMEOUT', timedOut: true } });
     expect(report.limitHits[0]).toMatchObject({ limit: 'wall_time', limitValue: 50 });
     expect(aborted).toBe(true);
@@ -121,7 +121,7 @@ describe('regex judge', () => {
     const judge = createRegexJudge({ patterns: ['^(a+)+$'], timeoutMs: 200 });
     const started = performance.now();
     const report = await judge.evaluate(context({ finalAnswer: `${'a'.repeat(40)}b` }));
-    expect(performance.now() - started).toBeLessThan(2000);
+    expect(performance.now() - started).toBeLessThan(5000);
     expect(report).toMatchObject({
       status: 'failed',
       score: 0,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ShellOutcome } from './world.js';
 
 /** A tool call in the chat-completions shape; `arguments` is a JSON string, as models send it. */
 export const toolCallSchema = z
@@ -53,22 +54,15 @@ export interface ToolSpec {
   readonly parameters: Readonly<Record<string, unknown>>;
 }
 
-/** The outcome of one tool call, as the agent will see it and the transcript records it. */
-export interface ToolObservation {
+/**
+ * The outcome of one tool call, as the agent will see it and the transcript records it: the
+ * shell's outcome (`note`: the shell was restarted, arguments were malformed, …) with the call
+ * it answers.
+ */
+export interface ToolObservation extends ShellOutcome {
   readonly toolCallId: string;
   readonly name: string;
   readonly ok: boolean;
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly exitCode: number | null;
-  readonly timedOut: boolean;
-  readonly truncated: boolean;
-  /** Bytes the command wrote to stdout and stderr, before any cap. */
-  readonly stdoutBytes: number;
-  readonly stderrBytes: number;
-  readonly durationMs: number;
-  /** A note from the harness (the shell was restarted, arguments were malformed, …). */
-  readonly note?: string;
 }
 
 /** Render an observation as the text of a `tool` message. */

@@ -800,6 +800,28 @@ async function copyDirectory(
   }
 }
 
+/**
+ * Open a source descriptor (a failure is the source's, at `rel`), use it, and close it
+ * whatever happens.
+ */
+async function withDescriptor(
+  open: () => number,
+  rel: Buffer,
+  use: (fd: number) => Promise<void>,
+): Promise<void> {
+  let fd: number;
+  try {
+    fd = open();
+  } catch (error) {
+    throw sourceFailure(error, rel);
+  }
+  try {
+    await use(fd);
+  } finally {
+    closeQuietly(fd);
+  }
+}
+
 /** Dispatch one directory entry by its readdir type, re-verified on the opened descriptor. */
 async function copyChild(
   ctx: Context,
@@ -812,20 +834,13 @@ async function copyChild(
   depth: number,
 ): Promise<void> {
   switch (type) {
-    case 'file': {
-      let fd: number;
-      try {
-        fd = openAt(dirFd, name, FILE_FLAGS);
-      } catch (error) {
-        throw sourceFailure(error, rel);
-      }
-      try {
-        await copyFile(ctx, walk, fd, destDirFd, name, rel);
-      } finally {
-        closeQuietly(fd);
-      }
+    case 'file':
+      await withDescriptor(
+        () => openAt(dirFd, name, FILE_FLAGS),
+        rel,
+        (fd) => copyFile(ctx, walk, fd, destDirFd, name, rel),
+      );
       return;
-    }
     case 'directory': {
       // O_DIRECTORY|O_NOFOLLOW: a link swapped in fails with ENOTDIR; classify it to say why.
       let fd: number;
@@ -889,31 +904,19 @@ async function copyChild(
           return;
         }
         if (stats.isDirectory()) {
-          let fd: number;
-          try {
-            fd = reopen(classified.pathFd, REOPEN_DIR_FLAGS);
-          } catch (error) {
-            throw sourceFailure(error, rel);
-          }
-          try {
-            await copyDirectory(ctx, walk, fd, destDirFd, name, rel, depth);
-          } finally {
-            closeQuietly(fd);
-          }
+          await withDescriptor(
+            () => reopen(classified.pathFd, REOPEN_DIR_FLAGS),
+            rel,
+            (fd) => copyDirectory(ctx, walk, fd, destDirFd, name, rel, depth),
+          );
           return;
         }
         if (stats.isFile()) {
-          let fd: number;
-          try {
-            fd = reopen(classified.pathFd, REOPEN_FILE_FLAGS);
-          } catch (error) {
-            throw sourceFailure(error, rel);
-          }
-          try {
-            await copyFile(ctx, walk, fd, destDirFd, name, rel);
-          } finally {
-            closeQuietly(fd);
-          }
+          await withDescriptor(
+            () => reopen(classified.pathFd, REOPEN_FILE_FLAGS),
+            rel,
+            (fd) => copyFile(ctx, walk, fd, destDirFd, name, rel),
+          );
           return;
         }
         countEntry(ctx, rel);

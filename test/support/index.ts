@@ -72,6 +72,30 @@ export function tempDir(label: string): { dir: string; cleanup: () => void } {
   return { dir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
+/**
+ * A fresh tmpfs mounted on a temporary directory (`karotte-<label>-…`, source name
+ * `karotte-test-<label>`), with mount options `options` (e.g. `size=512m,mode=1777`). The
+ * returned cleanup unmounts it and removes the directory.
+ */
+export function tmpfsDir(label: string, options: string): { dir: string; cleanup: () => void } {
+  const { dir, cleanup } = tempDir(label);
+  const mounted = spawnSync('/usr/bin/mount', ['-t', 'tmpfs', '-o', options, `karotte-test-${label}`, dir], {
+    encoding: 'utf8',
+  });
+  if (mounted.status !== 0) {
+    cleanup();
+    throw new Error(`cannot mount a tmpfs on ${dir}: ${mounted.stderr}`);
+  }
+  return {
+    dir,
+    cleanup: () => {
+      const unmounted = spawnSync('/usr/bin/umount', [dir], { encoding: 'utf8' });
+      if (unmounted.status !== 0) throw new Error(`cannot unmount ${dir}: ${unmounted.stderr}`);
+      cleanup();
+    },
+  };
+}
+
 /** Wait until `predicate` is true, polling every `intervalMs`, or throw after `timeoutMs`. */
 export async function waitFor(
   predicate: () => boolean | Promise<boolean>,

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { killUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
+import { killUid, tempDir, testUid, tmpfsDir, waitFor } from '../../../test/support/index.js';
 import { detectCgroups, parseProcCgroup } from './cgroup-detect.js';
 import { createGroup } from './group.js';
 import type { LimitGroup } from './group.js';
@@ -223,19 +223,8 @@ describe('cgroup groups on this host', () => {
     const uid = testUid();
     cleanups.push(() => killUid(uid));
     // A private tmpfs far larger than the limit, so only the memory cgroup can stop the fill.
-    const mount = tempDir('limits-tmpfs');
+    const mount = tmpfsDir('limits-tmpfs', 'size=512m,mode=1777');
     cleanups.push(mount.cleanup);
-    execFileSync('/usr/bin/mount', [
-      '-t',
-      'tmpfs',
-      '-o',
-      'size=512m,mode=1777',
-      'karotte-test-tmpfs',
-      mount.dir,
-    ]);
-    cleanups.push(() => {
-      execFileSync('/usr/bin/umount', [mount.dir]);
-    });
     const run = await runBounded(
       [
         ...created.launchPrefix(),

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { killUid, tempDir, testUid } from '../../../test/support/index.js';
+import { killUid, tempDir, testUid, tmpfsDir } from '../../../test/support/index.js';
 import { toMisbehavior } from './events.js';
 import { createQuota, createQuotaPool, isMounted, loopDevicesBacking } from './quota.js';
 import type { Quota, QuotaOptions } from './quota.js';
@@ -88,19 +88,8 @@ describe('disk quotas', () => {
     cleanups.push(() => killUid(uid));
     // The image lives on a private 48 MiB tmpfs that nothing else on the machine writes to, so
     // its free space is an exact measure of what the fill took from "the host".
-    const host = tempDir('limits-host');
+    const host = tmpfsDir('limits-host', 'size=48m,mode=0711');
     cleanups.push(host.cleanup);
-    execFileSync('/usr/bin/mount', [
-      '-t',
-      'tmpfs',
-      '-o',
-      'size=48m,mode=0711',
-      'karotte-test-host',
-      host.dir,
-    ]);
-    cleanups.push(() => {
-      execFileSync('/usr/bin/umount', [host.dir]);
-    });
     const created = await createQuota({
       imageDir: host.dir,
       bytes: 32 * MiB,

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { killUid, pidsOfUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
+import { killUid, pidsOfUid, tempDir, testUid, tmpfsDir, waitFor } from '../../../test/support/index.js';
 import { createGroup } from './group.js';
 import type { LimitGroup } from './group.js';
 import { asUid, runBounded } from './test-helpers.js';
@@ -103,19 +103,8 @@ describe('watchdog (detected_and_reaped)', () => {
   });
 
   it('counts RAM-backed files the uid owns (tmpfs), and keeps reporting while they persist', async () => {
-    const mount = tempDir('limits-wd-tmpfs');
+    const mount = tmpfsDir('limits-wd-tmpfs', 'size=512m,mode=1777');
     cleanups.push(mount.cleanup);
-    execFileSync('/usr/bin/mount', [
-      '-t',
-      'tmpfs',
-      '-o',
-      'size=512m,mode=1777',
-      'karotte-test-tmpfs',
-      mount.dir,
-    ]);
-    cleanups.push(() => {
-      execFileSync('/usr/bin/umount', [mount.dir]);
-    });
     // Hide the file in a directory of another owner: the walk descends into everyone's directories.
     const hidden = path.join(mount.dir, 'other');
     fs.mkdirSync(hidden);

@@ -17,10 +17,14 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** Mount a tmpfs at a fresh directory under `dir`, hold it briefly, unmount it, remove the directory; repeat. */
+/**
+ * Mount a tmpfs at a fresh directory under `dir`, hold it briefly, unmount it, remove the
+ * directory; repeat until the file `stop` exists. It stops only between rounds: a churner
+ * killed mid-round could leave a \`mount\` running that mounts after the cleanup looked.
+ */
 const CHURN = `
 i=0
-while :; do
+while [ ! -e "$2" ]; do
   d="$1/m$i"
   mkdir "$d" && mount -t tmpfs -o size=64k karotte-churn "$d" && sleep 0.01
   umount "$d" 2>/dev/null; rmdir "$d" 2>/dev/null
@@ -39,8 +43,12 @@ function mountsUnder(dir: string): string[] {
 async function startChurn(count: number): Promise<string> {
   const base = fs.mkdtempSync('/var/tmp/karotte-churn-');
   const churners: ChildProcess[] = [];
+  const stop = `${base}.stop`;
   cleanups.push(async () => {
-    for (const churner of churners) churner.kill('SIGKILL');
+    fs.writeFileSync(stop, '');
+    const hung = setTimeout(() => {
+      for (const churner of churners) churner.kill('SIGKILL');
+    }, 20_000);
     await Promise.all(
       churners.map(
         (churner) =>
@@ -50,14 +58,16 @@ async function startChurn(count: number): Promise<string> {
           }),
       ),
     );
+    clearTimeout(hung);
     for (const mountPoint of mountsUnder(base).reverse()) spawnSync('/usr/bin/umount', ['-l', mountPoint]);
     fs.rmSync(base, { recursive: true, force: true });
+    fs.rmSync(stop, { force: true });
     expect(mountsUnder(base)).toEqual([]);
   });
   for (let index = 0; index < count; index += 1) {
     const dir = path.join(base, String(index));
     fs.mkdirSync(dir);
-    churners.push(spawn('/usr/bin/bash', ['-c', CHURN, 'karotte-churn', dir], { stdio: 'ignore' }));
+    churners.push(spawn('/usr/bin/bash', ['-c', CHURN, 'karotte-churn', dir, stop], { stdio: 'ignore' }));
   }
   // Churning for real before the first sandbox starts.
   const deadline = Date.now() + 10_000;

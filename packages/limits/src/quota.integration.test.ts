@@ -123,10 +123,23 @@ describe('disk quotas', () => {
     expect(toMisbehavior(events[0]!).code).toBe('DISK_LIMIT');
   });
 
-  it('stops an inode flood at the quota with ENOSPC', async () => {
+  it('stops an inode flood at the quota with ENOSPC while the host free space and inodes are untouched', async () => {
     const uid = testUid();
     cleanups.push(() => killUid(uid));
-    const created = await quota({ bytes: 16 * MiB, inodes: 256, ownerUid: uid, pollMs: 0 });
+    // As for the disk fill: the image lives on a private tmpfs nothing else writes to.
+    const host = tmpfsDir('limits-host-inodes', 'size=48m,mode=0711');
+    cleanups.push(host.cleanup);
+    const created = await createQuota({
+      imageDir: host.dir,
+      bytes: 16 * MiB,
+      inodes: 256,
+      ownerUid: uid,
+      pollMs: 0,
+    });
+    cleanups.push(async () => {
+      await created.remove();
+    });
+    const hostBefore = { bytes: hostFreeBytes(host.dir), inodes: fs.statfsSync(host.dir).ffree };
     const run = await runBounded(
       asUid(uid, [
         '/bin/sh',
@@ -143,6 +156,9 @@ describe('disk quotas', () => {
     expect(made).toBeGreaterThan(200);
     expect(made).toBeLessThanOrEqual(created.limits.inodes);
     expect(created.usage().freeInodes).toBe(0);
+    // Not one byte or inode more of the host: the flood stayed inside the image.
+    expect(hostFreeBytes(host.dir)).toBe(hostBefore.bytes);
+    expect(fs.statfsSync(host.dir).ffree).toBe(hostBefore.inodes);
     const events = created.events();
     expect(events.map((event) => event.limit)).toContain('disk_inodes');
     // Deleting the files frees the inodes again, and the event stays recorded.

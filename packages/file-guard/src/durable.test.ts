@@ -1,12 +1,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import fsp from 'node:fs/promises';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BadArgumentError } from '@karotte/base';
 import { openDurableLog, writeFileDurably } from './durable.js';
 
 const made: string[] = [];
 afterEach(() => {
+  vi.restoreAllMocks();
   for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
 function temp(): string {
@@ -68,5 +70,66 @@ describe('openDurableLog', () => {
     await expect(openDurableLog(path.join(dir, 'log'))).rejects.toThrow(/ELOOP/);
     fs.mkdirSync(path.join(dir, 'dir'));
     await expect(openDurableLog(path.join(dir, 'dir'))).rejects.toThrow();
+  });
+});
+
+/**
+ * Records, in order, every flush to disk (FileHandle sync/datasync, named by the path the
+ * descriptor points to) and every rename. Spies wrap the real calls: the files are real.
+ */
+async function recordFlushes(dir: string): Promise<string[]> {
+  const events: string[] = [];
+  const probe = await fsp.open(dir, fs.constants.O_RDONLY);
+  const proto = Object.getPrototypeOf(probe) as {
+    sync: () => Promise<void>;
+    datasync: () => Promise<void>;
+  };
+  await probe.close();
+  // Temporary names carry a random part; it is masked so the sequence can be compared.
+  const masked = (name: string): string => name.replace(/karotte-[0-9a-f]+/, 'karotte-X');
+  const where = (handle: { fd: number }): string =>
+    masked(path.relative(dir, fs.readlinkSync(`/proc/self/fd/${handle.fd}`))) || '.';
+  for (const method of ['sync', 'datasync'] as const) {
+    const real = proto[method];
+    vi.spyOn(proto, method).mockImplementation(function (this: { fd: number }) {
+      events.push(`${method} ${where(this)}`);
+      return real.call(this);
+    });
+  }
+  const rename = fsp.rename.bind(fsp);
+  vi.spyOn(fsp, 'rename').mockImplementation(async (from, to) => {
+    events.push(
+      `rename ${path.basename(String(from)).replace(/karotte-[0-9a-f]+/, 'karotte-X')} -> ${path.basename(String(to))}`,
+    );
+    return rename(from, to);
+  });
+  return events;
+}
+
+describe('durability (what reaches the disk, and when)', () => {
+  it('writeFileDurably flushes the data before the rename and the directory after it', async () => {
+    const dir = temp();
+    fs.writeFileSync(path.join(dir, 'result.json'), 'old');
+    const events = await recordFlushes(dir);
+    await writeFileDurably(path.join(dir, 'result.json'), 'new');
+    expect(events).toEqual([
+      'sync .result.json.karotte-X.tmp',
+      'rename .result.json.karotte-X.tmp -> result.json',
+      'sync .',
+    ]);
+    expect(fs.readFileSync(path.join(dir, 'result.json'), 'utf8')).toBe('new');
+  });
+
+  it('a durable log flushes a new file into its directory, then every line before its append resolves', async () => {
+    const dir = temp();
+    const events = await recordFlushes(dir);
+    const log = await openDurableLog(path.join(dir, 'transcript.jsonl'));
+    expect(events).toEqual(['sync transcript.jsonl', 'sync .']);
+    await log.appendJson({ n: 1 });
+    expect(events.at(-1)).toBe('datasync transcript.jsonl');
+    await log.appendJson({ n: 2 });
+    expect(events.filter((event) => event === 'datasync transcript.jsonl')).toHaveLength(2);
+    await log.close();
+    expect(events.at(-1)).toBe('sync transcript.jsonl');
   });
 });

@@ -51,9 +51,28 @@ function waitExit(child: ReturnType<typeof spawn>): Promise<number | null> {
   });
 }
 
-const COUNT_ZOMBIES =
-  'for i in 1 2 3 4 5 6; do ( /bin/sleep 0.1 & ); done; /bin/sleep 1; ' +
-  'z=0; for f in /proc/[0-9]*/stat; do read -r line < "$f" 2>/dev/null || continue; case "${line##*) }" in Z*) z=$((z+1));; esac; done; echo "zombies=$z"';
+/**
+ * Run inside the namespace: six orphans (a subshell starts a short sleep and exits, so the sleep
+ * is reparented to PID 1). Wait (bounded) until every one has exited, then, when `$1` is
+ * `reaped`, until none is a zombie any more; print how many are still running and how many are
+ * zombies. Waits on the kernel's states, not on a fixed delay: on a loaded machine the sleeps
+ * may take long to end, and PID 1 a moment to reap.
+ */
+const COUNT_ZOMBIES = [
+  'pids=; for i in 1 2 3 4 5 6; do pids="$pids $( ( /bin/sleep 0.1 >/dev/null & echo $! ) )"; done',
+  'count() {',
+  '  running=0; zombies=0',
+  '  for p in $pids; do',
+  '    { read -r line < "/proc/$p/stat"; } 2>/dev/null || continue',
+  '    case "${line##*) }" in Z*) zombies=$((zombies+1));; *) running=$((running+1));; esac',
+  '  done',
+  '}',
+  'n=0; count; while [ "$running" -gt 0 ] && [ "$n" -lt 400 ]; do /bin/sleep 0.05; n=$((n+1)); count; done',
+  'if [ "$1" = reaped ]; then',
+  '  n=0; while [ "$zombies" -gt 0 ] && [ "$n" -lt 200 ]; do /bin/sleep 0.05; n=$((n+1)); count; done',
+  'fi',
+  'echo "running=$running zombies=$zombies"',
+].join('\n');
 
 describe('initArgv(): PID 1 of a namespace', () => {
   it('exits with the command status, and 128 + n when signal n killed it', () => {
@@ -65,7 +84,7 @@ describe('initArgv(): PID 1 of a namespace', () => {
   });
 
   it('reaps reparented orphans, where a PID 1 that never waits collects zombies (control)', async () => {
-    const counts: Record<string, number> = {};
+    const counts: Record<string, { running: number; zombies: number }> = {};
     for (const [label, pid1] of [
       ['init', initArgv(['/bin/sleep', '30'])],
       ['control', ['/bin/sleep', '30']],
@@ -74,16 +93,34 @@ describe('initArgv(): PID 1 of a namespace', () => {
       started.push(ns.pid!);
       let init: number | undefined;
       await waitFor(() => (init = childOf(ns.pid!)) !== undefined);
-      await waitFor(
-        () => fs.readFileSync(`/proc/${init}/cmdline`, 'latin1').includes('sleep') || label === 'init',
-      );
+      // Until it execs, the child is still `unshare` (whose argv names sleep too), and it may not
+      // have mounted the namespace's /proc yet: wait for the exec, which comes after the mount.
+      await waitFor(() => {
+        try {
+          return fs.readFileSync(`/proc/${init}/comm`, 'utf8').trim() !== 'unshare';
+        } catch {
+          return false;
+        }
+      });
       // Orphans made by a process that joined the namespace: they are reparented to its PID 1.
       const result = spawnSync(
         '/usr/bin/nsenter',
-        ['-t', String(init), '--pid', '--mount', '--', '/bin/bash', '-c', COUNT_ZOMBIES],
-        { encoding: 'utf8', timeout: 20_000 },
+        [
+          '-t',
+          String(init),
+          '--pid',
+          '--mount',
+          '--',
+          '/bin/bash',
+          '-c',
+          COUNT_ZOMBIES,
+          'count',
+          label === 'init' ? 'reaped' : 'kept',
+        ],
+        { encoding: 'utf8', timeout: 60_000 },
       );
-      counts[label] = Number(/zombies=(\d+)/.exec(result.stdout)?.[1] ?? -1);
+      const parsed = /running=(\d+) zombies=(\d+)/.exec(result.stdout);
+      counts[label] = { running: Number(parsed?.[1] ?? -1), zombies: Number(parsed?.[2] ?? -1) };
       ns.kill('SIGKILL');
       try {
         process.kill(init!, 'SIGKILL');
@@ -91,8 +128,9 @@ describe('initArgv(): PID 1 of a namespace', () => {
         // gone
       }
     }
-    expect(counts['control']).toBeGreaterThanOrEqual(6);
-    expect(counts['init']).toBe(0);
+    // Every orphan ended; PID 1 that never waits keeps all six as zombies, the shim none.
+    expect(counts['control']).toEqual({ running: 0, zombies: 6 });
+    expect(counts['init']).toEqual({ running: 0, zombies: 0 });
   });
 
   it('forwards TERM, INT and USR1 to the command and exits with what the command did', async () => {

@@ -310,6 +310,21 @@ describe('reap() details', () => {
   });
 
   it('the helper cannot be ptraced or read by the student (it holds a capability the student lacks)', async () => {
+    // setpriv switches to the student's uid before it execs: in between, the kernel marks the
+    // process non-dumpable (suid_dumpable), so a probe there fails whatever the capabilities
+    // say. Probe only once the process runs `sleep` (comm changes inside exec, which holds the
+    // lock /proc/<pid>/environ takes until the new credentials are in place).
+    const execedAsStudent = (pid: number, name: string): boolean => {
+      try {
+        const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+        return (
+          /^Name:\s+(.*)$/m.exec(status)?.[1] === name &&
+          /^Uid:\s+(\d+)/m.exec(status)?.[1] === String(ctx.uid)
+        );
+      } catch {
+        return false;
+      }
+    };
     // Start a long-lived process with the helper's exact privilege settings, then try, as the
     // student, what a ptrace attack needs: /proc/<pid>/environ and /proc/<pid>/mem.
     const holder = spawnSync(
@@ -334,7 +349,7 @@ describe('reap() details', () => {
       { encoding: 'utf8' },
     );
     const pid = Number(holder.stdout.trim());
-    await waitFor(() => pidsOfUid(ctx.uid).includes(pid));
+    await waitFor(() => execedAsStudent(pid, 'sleep'));
     const probe = (file: string): number =>
       spawnSync(
         '/usr/bin/setpriv',
@@ -375,7 +390,7 @@ describe('reap() details', () => {
       { encoding: 'utf8' },
     );
     const plainPid = Number(plain.stdout.trim());
-    await waitFor(() => pidsOfUid(ctx.uid).includes(plainPid));
+    await waitFor(() => execedAsStudent(plainPid, 'sleep'));
     expect(probe(`/proc/${plainPid}/environ`)).toBe(0);
   });
 
@@ -388,18 +403,25 @@ describe('reap() details', () => {
       },
     );
     await waitFor(() => beats(ctx.dir).includes('beat.nsonly'), 15_000);
+    // The loop's short-lived `sleep`s can exit between the listing and the read: a pid that
+    // vanished is not the init.
     const init = pidsOfUid(ctx.uid).find((pid) => {
-      const nsPid = /^NSpid:\s+(.*)$/m
-        .exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
-        ?.split(/\s+/);
+      let status = '';
+      try {
+        status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+      } catch {
+        return false;
+      }
+      const nsPid = /^NSpid:\s+(.*)$/m.exec(status)?.[1]?.split(/\s+/);
       return nsPid !== undefined && nsPid.length === 2 && nsPid[1] === '1';
     });
     expect(init).toBeDefined();
     const record = await reap({ pidNamespaceInitPid: init! });
     expect(record).toMatchObject({ confirmedEmpty: true, killed: { pidns: 1 } });
     expect(await heartbeatsAfter(ctx.dir)).toEqual([]);
-    // The namespace's parent (`unshare`, outside the namespace) exits once its child is gone.
-    await waitFor(() => pidsOfUid(ctx.uid).length === 0, 5_000);
+    // The namespace's parent (`unshare`, outside the namespace) exits once its child is gone
+    // (when the scheduler lets it: room for a loaded machine).
+    await waitFor(() => pidsOfUid(ctx.uid).length === 0, 15_000);
   });
 
   it('kills the nested-namespace init as a pidns kill when reaping by uid', async () => {
@@ -413,7 +435,8 @@ describe('reap() details', () => {
     await startEscape(ESCAPES.find((candidate) => candidate.name === 'zombies and stopped processes')!);
     const record = await reap({ uid: ctx.uid });
     expect(record.confirmedEmpty).toBe(true);
-    await waitFor(() => statesOfUid(ctx.uid).length === 0, 5_000);
+    // The zombies go when their reparented parents' new reaper (this host's init) waits.
+    await waitFor(() => statesOfUid(ctx.uid).length === 0, 15_000);
   });
 
   it('returns UNREAPABLE misbehavior with the survivors, never a silent success, when a process cannot die', async () => {
@@ -514,6 +537,7 @@ describe('reapBestEffort() (no root needed, never confirms)', () => {
       process.seteuid!(0);
     }
     expect(record.confirmedEmpty).toBe(false);
-    await waitFor(() => pidsOfUid(ctx.uid).length === 0, 3_000);
+    // SIGKILLed, not yet exited: each still has to be scheduled to finish its exit.
+    await waitFor(() => pidsOfUid(ctx.uid).length === 0, 15_000);
   });
 });

@@ -160,6 +160,7 @@ describe('reclaimLeftovers(): SysV IPC by creator', () => {
         stdio: 'ignore',
       },
     );
+    const exited = new Promise((resolve) => holder.once('exit', resolve));
     try {
       await waitFor(() => attachments(id) === 1);
       const record = await reclaimLeftovers(uid, { posixMqueues: false, ramFiles: false });
@@ -168,7 +169,11 @@ describe('reclaimLeftovers(): SysV IPC by creator', () => {
     } finally {
       holder.kill('SIGKILL');
     }
-    await waitFor(() => listSysvByCreator(uid).length === 0, 5_000);
+    // The holder's exit detaches it, and the last detach destroys the segment. Wait for the
+    // exit itself, then (bounded) for the detach: another process reading the holder's /proc
+    // files at that moment can delay the release of its memory past the exit.
+    await exited;
+    await waitFor(() => listSysvByCreator(uid).length === 0, 10_000);
   });
 
   it('leaves objects created by other uids alone', async () => {

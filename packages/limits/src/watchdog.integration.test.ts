@@ -139,12 +139,23 @@ describe('watchdog (detected_and_reaped)', () => {
     await waitFor(() => violations.length > seen, 10_000);
     expect(violations.at(-1)!.reading.pids).toEqual([]);
     expect(violations.at(-1)!.reading.ramFileBytes).toBeGreaterThanOrEqual(40 * MiB);
+    // A poll that was reading at the deletion may still report it: count the reads that begin
+    // after it (each poll reads through watchdog.read(), one poll at a time), not the clock.
+    const read = watchdog.read.bind(watchdog);
     fs.rmSync(path.join(hidden, 'fill'));
+    let readsSinceRemoval = 0;
+    watchdog.read = async () => {
+      const reading = await read();
+      readsSinceRemoval += 1;
+      return reading;
+    };
     // Once deleted, readings are under the limit again and the reports stop.
-    expect((await watchdog.read()).totalBytes).toBeLessThan(32 * MiB);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await read()).totalBytes).toBeLessThan(32 * MiB);
+    // One poll that began after the deletion has read: the one in flight at the deletion is done.
+    await waitFor(() => readsSinceRemoval >= 1, 10_000);
     const settled = violations.length;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Ten more polls, each after the deletion: none reports.
+    await waitFor(() => readsSinceRemoval >= 11, 10_000);
     expect(violations.length).toBe(settled);
     expect(await oomKills()).toBe(0);
   });

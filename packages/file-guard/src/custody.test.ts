@@ -4,8 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BadArgumentError } from '@karotte/base';
-import { linkStaysInside, takeCustody } from './custody.js';
+import { BadArgumentError, SystemError } from '@karotte/base';
+import { destinationFailure, linkStaysInside, takeCustody } from './custody.js';
 import { custodyManifestSchema } from './manifest.js';
 
 const made: string[] = [];
@@ -100,4 +100,29 @@ describe('linkStaysInside', () => {
     expect(linkStaysInside(b('src'), b('src/pkg/a'), b('x/../../../y'))).toBe(false);
     expect(linkStaysInside(b('src'), b('src/a'), b(''))).toBe(false);
   });
+});
+
+describe('destination errors: whose fault', () => {
+  const failure = (code: string): Error => Object.assign(new Error(`${code}: at the destination`), { code });
+
+  // ENAMETOOLONG cannot be provoked for real here (source and destination are both local
+  // file systems with the same 255-byte name limit, and the copy is made through descriptors,
+  // never long paths); ENOSPC is also proven for real in the integration tests.
+  it.each(['ENOSPC', 'EDQUOT', 'ENAMETOOLONG', 'EFBIG', 'EMLINK', 'EEXIST'])(
+    '%s is something the student can provoke: CANNOT_SAVE misbehavior',
+    (code) => {
+      const refusal = destinationFailure(failure(code), Buffer.from('out/a\nb'));
+      expect(refusal.record).toMatchObject({
+        code: 'CANNOT_SAVE',
+        message: `out/a\\nb cannot be saved: ${code}`,
+      });
+    },
+  );
+
+  it.each(['EROFS', 'EIO', 'EACCES', 'EBADF'])(
+    "%s is the host's fault: a SystemError, never misbehavior",
+    (code) => {
+      expect(() => destinationFailure(failure(code), Buffer.from('answer.txt'))).toThrow(SystemError);
+    },
+  );
 });

@@ -392,8 +392,11 @@ function removeDestination(dir: string): void {
   fs.rmSync(dir, { recursive: true, force: true, maxRetries: 2 });
 }
 
-/** Map an error at the destination: student-provokable ones are misbehavior, others host faults. */
-function destinationFailure(error: unknown, rel: Buffer): Refusal {
+/**
+ * Map an error at the destination: student-provokable ones are misbehavior (returned),
+ * others host faults (thrown as SystemError). Exported for unit tests.
+ */
+export function destinationFailure(error: unknown, rel: Buffer): Refusal {
   const errno = errnoOf(error);
   if (errno !== undefined && STUDENT_DEST_ERRNOS.has(errno)) {
     return refuse(

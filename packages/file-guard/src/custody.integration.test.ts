@@ -1,6 +1,7 @@
 // takeCustody against a real unprivileged student: the student (a fresh uid, via setpriv)
 // prepares every hostile file in a directory it owns; custody runs as root.
 import { createHash, randomBytes } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -128,6 +129,25 @@ function hookOpenSync(hook: (real: typeof fs.openSync, ...args: Parameters<typeo
       fs.openSync = original;
     },
   };
+}
+
+/**
+ * Resolve once `child` printed `line` on stdout (a student started with startStudent says it
+ * is running: node can take longer to start on a loaded machine than any fixed delay).
+ */
+function printed(child: ChildProcess, line: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes(`${line}\n`)) resolve();
+    });
+    child.on('exit', (code, signal) => {
+      reject(
+        new Error(`the student process exited (${String(code)} ${String(signal)}) before printing ${line}`),
+      );
+    });
+  });
 }
 
 function codes(result: CustodyResult): string[] {
@@ -641,6 +661,7 @@ describe('takeCustody: races with a live student', () => {
            fs.unlinkSync('dir'); fs.renameSync('dir-away', 'dir');
            if (i % 2 === 0) { fs.renameSync('dir', elsewhere + '/dir'); fs.renameSync(elsewhere + '/dir', 'dir'); }
          } catch {}
+         if (i === 0) process.stdout.write('racing\\n');
        }`,
       [w.work, w.answerKey, w.secretDir, elsewhere],
     );
@@ -649,6 +670,8 @@ describe('takeCustody: races with a live student', () => {
     });
     // On a loaded machine the racer must still get the CPU to race at all.
     run('/usr/bin/renice', ['-n', '-10', '-p', String(racer.pid)]);
+    // And it must have started: 300 copies can all end before a node starts on a loaded machine.
+    await printed(racer, 'racing');
     const outcomes = new Map<string, number>();
     for (let iteration = 0; iteration < 300; iteration += 1) {
       // The student's own directory may be moved to `elsewhere` mid-copy: opening it there is
@@ -759,6 +782,7 @@ describe('takeCustody: races with a live student', () => {
     const writer = startStudent(
       w.uid,
       `const fd = fs.openSync(args[0], 'r+'); let i = 0;
+       fs.writeSync(fd, Buffer.from([0x62]), 0, 1, 0); process.stdout.write('writing\\n');
        for (;;) { fs.writeSync(fd, Buffer.from([0x62 + (i++ % 20)]), 0, 1, (i * 4096) % (64 * 1024 * 1024)); }`,
       [path.join(w.work, 'answer.txt')],
     );
@@ -766,7 +790,8 @@ describe('takeCustody: races with a live student', () => {
       writer.kill('SIGKILL');
     });
     run('/usr/bin/renice', ['-n', '-10', '-p', String(writer.pid)]);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Copy only once the writer is writing: five copies could all end before its first write.
+    await printed(writer, 'writing');
     let refusedChanged = 0;
     for (let attempt = 0; attempt < 5; attempt += 1) {
       const result = await custody(w, ['answer.txt']);

@@ -253,13 +253,15 @@ describe('as the student uid: the uid bounds what is reachable', () => {
     const watcher = (signal: string) =>
       startStudent(
         w.uid,
-        `for (;;) {
+        `let announced = false;
+         for (;;) {
            for (const pid of fs.readdirSync('/proc').filter((name) => /^\\d+$/.test(name))) {
              try {
                const cmdline = fs.readFileSync('/proc/' + pid + '/cmdline', 'latin1');
                if (cmdline.includes('karotte-request:') && Number(pid) !== process.pid) process.kill(Number(pid), args[0]);
              } catch {}
            }
+           if (!announced) { announced = true; process.stdout.write('watching\\n'); }
          }`,
         [signal],
       );
@@ -272,7 +274,18 @@ describe('as the student uid: the uid bounds what is reachable', () => {
         child.kill('SIGKILL');
       });
       run('/usr/bin/renice', ['-n', '-15', '-p', String(child.pid)]);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Attack only once the watcher has finished a first scan of /proc (a node that starts
+      // on a loaded machine can take longer than any fixed delay).
+      await new Promise<void>((resolve, reject) => {
+        let out = '';
+        child.stdout!.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes('watching\n')) resolve();
+        });
+        child.on('exit', (code, exitSignal) => {
+          reject(new Error(`the watcher exited (${String(code)} ${String(exitSignal)})`));
+        });
+      });
       const outcomes: string[] = [];
       for (let attempt = 0; attempt < 5; attempt += 1) {
         const result = await readUntrusted(path.join(w.work, 'notes.txt'), { asUid: w.uid, timeoutMs });

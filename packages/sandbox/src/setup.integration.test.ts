@@ -125,10 +125,16 @@ describe('setup', () => {
     );
     expect(failures).toEqual([]);
     for (const box of made) {
-      // The mount table of the namespace, read from outside, as setup's own check did.
-      const init = (await box.limits.group.pids()).find((pid) =>
-        /^NSpid:\s+\d+\s+1$/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8')),
-      );
+      // The mount table of the namespace, read from outside, as setup's own check did. Other
+      // members of the group may exit between the listing and the read (the shell that
+      // createSandbox prestarts is still starting): a vanished pid is not the init.
+      const init = (await box.limits.group.pids()).find((pid) => {
+        try {
+          return /^NSpid:\s+\d+\s+1$/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+        } catch {
+          return false;
+        }
+      });
       expect(init).toBeDefined();
       const table = fs.readFileSync(`/proc/${init}/mountinfo`, 'utf8');
       expect(mountViolations(table, ['/tmp', '/dev/shm', box.studentWorkDir])).toEqual([]);

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { killUid, tempDir, testUid, tmpfsDir } from '../../../test/support/index.js';
+import { killUid, tempDir, testUid, tmpfsDir, waitFor } from '../../../test/support/index.js';
 import { toMisbehavior } from './events.js';
 import { createQuota, createQuotaPool, isMounted, loopDevicesBacking } from './quota.js';
 import type { Quota, QuotaOptions } from './quota.js';
@@ -171,16 +171,30 @@ describe('disk quotas', () => {
     const uid = testUid();
     cleanups.push(() => killUid(uid));
     const created = await quota({ bytes: 16 * MiB, inodes: 256, ownerUid: uid, pollMs: 10 });
-    await runBounded(
+    // The student deletes its fill when the test says so (a trigger file outside the full
+    // quota), not after a fixed delay that a stalled poll could miss on a loaded machine.
+    const trigger = tempDir('limits-quota-go');
+    cleanups.push(trigger.cleanup);
+    fs.chmodSync(trigger.dir, 0o755);
+    const go = path.join(trigger.dir, 'go');
+    const run = runBounded(
       asUid(uid, [
         '/bin/sh',
         '-c',
-        '/usr/bin/dd if=/dev/zero of="$1/f" bs=1M count=64 2>/dev/null; sleep 0.3; rm -f "$1/f"',
+        '/usr/bin/dd if=/dev/zero of="$1/f" bs=1M count=64 2>/dev/null; while [ ! -e "$2" ]; do sleep 0.01; done; rm -f "$1/f"',
         'fill',
         created.path,
+        go,
       ]),
       60_000,
     );
+    // Full, as statfs shows it here (usage() records no event; only the background poll does).
+    await waitFor(() => created.usage().freeBytes < MiB, 30_000);
+    // The 10 ms poll was armed before this 50 ms timer, so Node runs it (at least once, now,
+    // while the quota is full) before this one: timers run in the order they expire.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    fs.writeFileSync(go, '');
+    await run;
     expect(created.usage().freeBytes).toBeGreaterThan(8 * MiB);
     expect(created.events().map((event) => event.limit)).toEqual(['disk_bytes']);
   });

@@ -5,8 +5,10 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pidsOfUid } from '../../../test/support/index.js';
 import { createReplayAgent } from './agent.js';
-import { createEpisode, runEpisode } from './episode.js';
+import { createEpisode, runEpisode, type WorldFactory } from './episode.js';
+import type { Agent } from './agent.js';
 import type { AssistantMessage } from './messages.js';
+import type { StudentWorld } from './world.js';
 import { createSandboxWorld } from './sandbox-world.js';
 import { loadTask } from './task.js';
 
@@ -185,4 +187,148 @@ describe('multi-step tasks defined in code', () => {
     );
     expect(regexResult).toMatchObject({ status: 'passed', score: 1 });
   }, 180_000);
+});
+
+describe('faults and limits outside the student', () => {
+  const read = (dir: string | null, name: string): string => {
+    try {
+      return fs.readFileSync(path.join(dir ?? '/nonexistent', name), 'utf8').trim();
+    } catch {
+      return '';
+    }
+  };
+
+  async function twoSteps() {
+    const { createFunctionJudge } = await import('@karotte/grader');
+    const { defineTask } = await import('./define-task.js');
+    return defineTask({
+      id: 'two-steps-faults',
+      limits: { pids: 128, diskBytes: 16 * 1024 * 1024, memoryBytes: 256 * 1024 * 1024 },
+      steps: [
+        {
+          instructions: 'Write one to a.txt.',
+          submission: ['a.txt'],
+          judge: createFunctionJudge(({ submissionDir }) => (read(submissionDir, 'a.txt') === 'one' ? 1 : 0)),
+        },
+        {
+          instructions: 'Write two to b.txt.',
+          submission: ['b.txt'],
+          judge: createFunctionJudge(({ submissionDir }) => (read(submissionDir, 'b.txt') === 'two' ? 1 : 0)),
+        },
+      ],
+    });
+  }
+
+  function scripted(name: string, turns: ((call: number) => Promise<AssistantMessage>)[]): Agent {
+    let call = 0;
+    return {
+      name,
+      next: () => {
+        const turn = turns[Math.min(call, turns.length - 1)]!;
+        call += 1;
+        return turn(call);
+      },
+    };
+  }
+
+  function transcriptEvents(dir: string): { type: string; code?: string }[] {
+    return fs
+      .readFileSync(path.join(dir, 'transcript.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; code?: string });
+  }
+
+  it('an agent that ignores the signal is still bounded by the wall-time limit, and what exists is graded', async () => {
+    const { createFunctionJudge } = await import('@karotte/grader');
+    const { defineTask } = await import('./define-task.js');
+    const task = defineTask({
+      id: 'hanging-agent',
+      instructions: 'Write one to a.txt.',
+      submission: ['a.txt'],
+      limits: { wallTimeMs: 3000, pids: 128, diskBytes: 16 * 1024 * 1024, memoryBytes: 256 * 1024 * 1024 },
+      judge: createFunctionJudge(({ submissionDir }) => (read(submissionDir, 'a.txt') === 'one' ? 1 : 0)),
+    });
+    // Second turn: a model call that never returns and never looks at its abort signal.
+    const agent = scripted('hangs', [
+      () => Promise.resolve(bash('echo one > a.txt')),
+      () => new Promise<AssistantMessage>(() => undefined),
+    ]);
+    const started = performance.now();
+    const result = await runEpisode(task, agent, { outDir: outDir(), createWorld: createSandboxWorld });
+    // Bounded by the 3 s limit plus grading and teardown, not by the agent.
+    expect(performance.now() - started).toBeLessThan(60_000);
+    expect(result.wallTimeExceeded).toBe(true);
+    expect(result.status).toBe('failed');
+    expect(result.misbehavior.map((m) => m.code)).toContain('WALL_TIME_LIMIT');
+    expect(result.steps).toHaveLength(1);
+    expect(pidsOfUid(result.sandbox.uid!)).toEqual([]);
+  }, 120_000);
+
+  it('an agent that throws in a later step is an error (AGENT_FAILED), never a failure of the student', async () => {
+    const out = outDir();
+    const agent = scripted('throws', [
+      () => Promise.resolve(bash('echo one > a.txt')),
+      () => Promise.resolve({ role: 'assistant', content: 'step one done' }),
+      () => Promise.reject(new Error('the model API is down')),
+    ]);
+    const result = await runEpisode(await twoSteps(), agent, {
+      outDir: out,
+      createWorld: createSandboxWorld,
+    });
+    expect(result.steps[0]?.verdict).toMatchObject({ status: 'passed', score: 1 });
+    expect(result).toMatchObject({ status: 'error', score: 0, error: { code: 'AGENT_FAILED' } });
+    expect(result.error?.message).toContain('the model API is down');
+    expect(transcriptEvents(out).filter((event) => event.type === 'error')).toHaveLength(1);
+    expect(pidsOfUid(result.sandbox.uid!)).toEqual([]);
+  }, 120_000);
+
+  it("a world that cannot run a command (a failed rebuild) is the host's fault: error with its code", async () => {
+    // Faked: making a real sandbox rebuild fail needs a broken host. The world is the real
+    // sandbox; only its exec throws, in step 2, what a failed rebuild throws.
+    const { SandboxError } = await import('@karotte/sandbox');
+    let real: StudentWorld | undefined;
+    let execs = 0;
+    const createWorld: WorldFactory = async (spec) => {
+      real = await createSandboxWorld(spec);
+      const world = real;
+      return {
+        get uid() {
+          return world.uid;
+        },
+        get workDir() {
+          return world.workDir;
+        },
+        get handle() {
+          return world.handle;
+        },
+        get network() {
+          return world.network;
+        },
+        exec: (command, options) => {
+          execs += 1;
+          if (execs === 2) {
+            return Promise.reject(
+              new SandboxError('SETUP_FAILED', 'the sandbox init died right after each of 3 restarts'),
+            );
+          }
+          return world.exec(command, options);
+        },
+        limitHits: () => world.limitHits(),
+        destroy: () => world.destroy(),
+      };
+    };
+    const out = outDir();
+    const agent = scripted('honest', [
+      () => Promise.resolve(bash('echo one > a.txt')),
+      () => Promise.resolve({ role: 'assistant', content: 'step one done' }),
+      () => Promise.resolve(bash('echo two > b.txt')),
+      () => Promise.resolve({ role: 'assistant', content: 'step two done' }),
+    ]);
+    const result = await runEpisode(await twoSteps(), agent, { outDir: out, createWorld });
+    expect(result.steps[0]?.verdict).toMatchObject({ status: 'passed', score: 1 });
+    expect(result).toMatchObject({ status: 'error', score: 0, error: { code: 'SETUP_FAILED' } });
+    expect(transcriptEvents(out).filter((event) => event.type === 'error')).toHaveLength(1);
+    expect(pidsOfUid(real!.uid)).toEqual([]);
+  }, 120_000);
 });

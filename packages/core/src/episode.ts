@@ -26,7 +26,7 @@ import {
 } from './messages.js';
 import type { Task, TaskStep } from './task.js';
 import { Transcript, writeResultFile } from './transcript.js';
-import type { StudentWorld } from './world.js';
+import type { ShellOutcome, StudentWorld } from './world.js';
 
 /** The tools every episode offers. */
 export const EPISODE_TOOLS: readonly ToolSpec[] = Object.freeze([
@@ -126,6 +126,7 @@ export class Episode {
   private readonly outcomes: StepOutcome[] = [];
   private readonly conversation: Message[] = [];
   private fault: { code: string; message: string } | null = null;
+  private readonly recordedFaults = new WeakSet<object>();
   private readonly misbehavior: MisbehaviorRecord[] = [];
   /** Content of the last assistant message of the current step (the judge's final answer). */
   private finalAnswer: string | null = null;
@@ -166,6 +167,23 @@ export class Episode {
   /** True once the wall-time limit has passed; further tool calls are refused. */
   get overWallTime(): boolean {
     return this.wallTimeExceeded;
+  }
+
+  /**
+   * Aborts when the episode must stop acting: the caller cancelled it, or its wall-time limit
+   * passed. Give it to whatever produces the agent's next message.
+   */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /**
+   * Record a fault that happened outside the episode's own calls (the agent failed, the
+   * driver crashed): the result becomes `error` with this code, and the transcript gets an
+   * `error` event. The first fault recorded is the one reported.
+   */
+  async fail(error: unknown, phase = 'agent'): Promise<void> {
+    await this.recordFault(error, phase);
   }
 
   /** The student's uid, once the world exists. */
@@ -294,10 +312,18 @@ export class Episode {
           MAX_COMMAND_TIMEOUT_MS,
         );
         const timeoutMs = Math.min(args.timeoutMs ?? cap, cap);
-        const outcome = await this.world!.exec(args.command, {
-          timeoutMs,
-          abortSignal: this.controller.signal,
-        });
+        let outcome: ShellOutcome;
+        try {
+          outcome = await this.world!.exec(args.command, {
+            timeoutMs,
+            abortSignal: this.controller.signal,
+          });
+        } catch (error) {
+          // The world could not run the command (a rebuild that failed: SETUP_FAILED,
+          // NETWORK_NOT_ISOLATED): a host fault. Recorded, and the episode stops: status error.
+          await this.recordFault(error, 'tool');
+          throw error;
+        }
         observation = {
           toolCallId: call.id,
           name: 'bash',
@@ -476,7 +502,16 @@ export class Episode {
   }
 
   private async recordFault(error: unknown, phase: string): Promise<void> {
-    const code = KarotteError.isInstance(error) ? error.code : 'INTERNAL';
+    // An error recorded where it happened and again by the driver it reached is one fault.
+    if (typeof error === 'object' && error !== null) {
+      if (this.recordedFaults.has(error)) return;
+      this.recordedFaults.add(error);
+    }
+    const code = KarotteError.isInstance(error)
+      ? error.code
+      : phase === 'agent'
+        ? 'AGENT_FAILED'
+        : 'INTERNAL';
     const message = escapeForDisplay(
       `${phase}: ${error instanceof Error ? error.message : String(error)}`,
       4096,
@@ -531,24 +566,58 @@ export async function runEpisode(
   options: Omit<EpisodeOptions, 'agentName'>,
 ): Promise<EpisodeResult> {
   const episode = createEpisode(task, { ...options, agentName: agent.name });
+  let phase = 'start';
   try {
     await episode.start();
     while (!episode.done) {
       while (episode.canContinue) {
-        const message = await agent.next(episode.messages, episode.tools, {
-          abortSignal: options.abortSignal ?? new AbortController().signal,
-        });
+        phase = 'agent';
+        // The agent gets the episode's signal (cancel or wall time), and an agent that does
+        // not honour it is not waited for: the wall-time limit bounds the agent too.
+        const message = await untilAborted(
+          agent.next(episode.messages, episode.tools, { abortSignal: episode.signal }),
+          episode.signal,
+        );
+        if (message === undefined) break;
+        phase = 'step';
         const observations = await episode.step(message);
         if ((message.tool_calls ?? []).length === 0 && observations.length === 0) break;
       }
       // Cancelled by the caller (not the wall-time limit): tear down without grading.
       if (episode.cancelled) break;
+      phase = 'grading';
       await episode.endStep();
     }
-  } catch {
-    // Recorded as the episode's fault by the episode itself; the result says `error`.
+  } catch (error) {
+    // The episode's own calls record their faults; this records the rest (the agent threw).
+    // The first fault recorded wins, so nothing is reported twice.
+    await episode.fail(error, phase);
   }
   return episode.finish();
+}
+
+/** `promise`'s value, or undefined as soon as `signal` aborts (the promise is left to settle). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.resolve(undefined);
+  }
+  return new Promise<T | undefined>((resolve, reject) => {
+    const onAbort = (): void => {
+      resolve(undefined);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error instanceof Error ? error : new CoreError('AGENT_FAILED', String(error)));
+      },
+    );
+  });
 }
 
 function createMisbehaviorCopy(m: Verdict['misbehavior'][number]): MisbehaviorRecord {

@@ -2,7 +2,13 @@ import { KarotteError } from '@karotte/base';
 
 /** Codes of the errors `@karotte/core` raises. */
 export type CoreErrorCode =
-  'INVALID_TASK' | 'TASK_NOT_FOUND' | 'INVALID_REPLAY' | 'EPISODE_STATE' | 'CONFINEMENT_UNAVAILABLE';
+  | 'INVALID_TASK'
+  | 'TASK_NOT_FOUND'
+  | 'INVALID_REPLAY'
+  | 'EPISODE_STATE'
+  | 'CONFINEMENT_UNAVAILABLE'
+  /** The agent (the model's side) threw instead of producing a message. */
+  | 'AGENT_FAILED';
 
 /** An error of `@karotte/core`. `field` names the offending task or replay field when known. */
 export class CoreError extends KarotteError<CoreErrorCode> {
@@ -20,7 +26,7 @@ export class CoreError extends KarotteError<CoreErrorCode> {
       cause: options.cause,
       kind:
         options.kind ??
-        (code === 'CONFINEMENT_UNAVAILABLE'
+        (code === 'CONFINEMENT_UNAVAILABLE' || code === 'AGENT_FAILED'
           ? 'system'
           : code === 'EPISODE_STATE'
             ? 'internal'

@@ -1,6 +1,5 @@
 // Real loop-mounted ext4 quotas: a disk fill and an inode flood by a test uid stop at the
 // quota with ENOSPC, and the host's free space is untouched (the image is preallocated).
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';

@@ -1,3 +1,5 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 
 /** A usage error: the CLI prints the message and the command's help, and exits 2. */
@@ -40,4 +42,26 @@ function cleanMessage(message: string): string {
   return message
     .replace(/\. To specify a positional argument.*$/s, '')
     .replace(/^Unknown option '([^']+)'.*$/s, 'unknown flag $1');
+}
+
+/**
+ * Create (mode 0700, with parents) or accept the output directory named by `--<flag>`.
+ * Anything that makes it unusable (a file in the way, no permission, a read-only file
+ * system) is an invalid argument: a UsageError naming the flag, before anything runs.
+ */
+export async function prepareOutDir(flag: string, dir: string): Promise<string> {
+  const resolved = path.resolve(dir);
+  try {
+    await fs.mkdir(resolved, { recursive: true, mode: 0o700 });
+    const stats = await fs.stat(resolved);
+    if (!stats.isDirectory()) throw new UsageError(`--${flag} ${resolved} is not a directory`);
+    await fs.access(resolved, fs.constants.W_OK | fs.constants.X_OK);
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    const code = (error as { code?: unknown }).code;
+    throw new UsageError(
+      `--${flag} ${resolved} cannot be used as the output directory (${typeof code === 'string' ? code : String(error)})`,
+    );
+  }
+  return resolved;
 }

@@ -3,6 +3,8 @@
 // key leaked into the student's files, a grader that trusts a score claimed in the
 // submission) lets specific attacks through, and the command reports them and exits 1.
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -73,5 +75,28 @@ describe('karotte redteam', () => {
     );
     expect(child.status).toBe(2);
     expect(child.stderr).toContain('no-such-attack');
+  });
+
+  it('exits 2 for a malformed attacks/*.json, naming the file and the field, before any run', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-redteam-bad-'));
+    try {
+      fs.cpSync(path.join(app, 'examples', 'quarterly-revenue'), dir, { recursive: true });
+      fs.mkdirSync(path.join(dir, 'attacks'));
+      fs.writeFileSync(
+        path.join(dir, 'attacks', 'broken.json'),
+        JSON.stringify({ id: 'x', class: 'answer-key' }),
+      );
+      fs.writeFileSync(path.join(dir, 'attacks', 'not-json.json'), '{');
+      const out = path.join(dir, 'out');
+      const child = spawnSync(process.execPath, [cli, 'redteam', '--task', dir, '--out', out], {
+        encoding: 'utf8',
+      });
+      expect(child.status).toBe(2);
+      expect(child.stderr).toContain('attacks/broken.json is not a valid attack (field ');
+      // Nothing ran: no episode wrote anything.
+      expect(fs.readdirSync(out)).toEqual([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

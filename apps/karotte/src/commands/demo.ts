@@ -1,10 +1,10 @@
 import path from 'node:path';
 import process from 'node:process';
-import { createSandboxWorld, loadTask, recoverLeftovers } from '@karotte/core';
+import { loadTask, recoverLeftovers } from '@karotte/core';
 import type { Command } from '../commands.js';
 import { listenForTermination } from '../signals.js';
 import { parseFlags } from '../args.js';
-import { DEMO_PLAN, EXAMPLES_DIR } from '../examples.js';
+import { appWorld, DEMO_PLAN, EXAMPLES_DIR } from '../examples.js';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';
 import { formatDuration } from '../format.js';
 import { runRedteam, type RedteamRow } from '../redteam/run.js';
@@ -28,7 +28,7 @@ export const demoCommand: Command = {
         const task = await loadTask(path.join(EXAMPLES_DIR, example));
         const rows = await runRedteam({
           task,
-          createWorld: createSandboxWorld,
+          createWorld: appWorld(),
           only: attacks,
           abortSignal: termination.signal,
         });

@@ -1,11 +1,11 @@
-import path from 'node:path';
 import process from 'node:process';
-import { CoreError, createSandboxWorld, loadTask, recoverLeftovers } from '@karotte/core';
+import { CoreError, loadTask, recoverLeftovers } from '@karotte/core';
 import type { Command } from '../commands.js';
 import { listenForTermination } from '../signals.js';
-import { parseFlags, UsageError } from '../args.js';
+import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { formatDuration, table } from '../format.js';
+import { appWorld } from '../examples.js';
 import { runRedteam, type RedteamRow } from '../redteam/run.js';
 
 export const redteamCommand: Command = {
@@ -49,6 +49,7 @@ export const redteamCommand: Command = {
       ?.split(',')
       .map((s) => s.trim())
       .filter(Boolean);
+    const outDir = flags.out === undefined ? undefined : await prepareOutDir('out', flags.out);
     const termination = listenForTermination();
     const live = process.stderr.isTTY && flags.json !== true;
     let rows: RedteamRow[];
@@ -56,11 +57,11 @@ export const redteamCommand: Command = {
       if (process.getuid?.() === 0) await recoverLeftovers();
       rows = await runRedteam({
         task,
-        createWorld: createSandboxWorld,
+        createWorld: appWorld(outDir === undefined ? [] : [outDir]),
         concurrency,
         abortSignal: termination.signal,
         ...(only === undefined ? {} : { only }),
-        ...(flags.out === undefined ? {} : { outDir: path.resolve(flags.out) }),
+        ...(outDir === undefined ? {} : { outDir }),
         onProgress: (done, total, running) => {
           if (!live) return;
           const line = `[${done}/${total}] ${running.length > 0 ? `running ${running.join(', ')}` : 'done'}`;

@@ -3,7 +3,6 @@ import process from 'node:process';
 import {
   CoreError,
   createReplayAgent,
-  createSandboxWorld,
   loadReplay,
   loadTask,
   recoverLeftovers,
@@ -11,8 +10,9 @@ import {
 } from '@karotte/core';
 import type { Command } from '../commands.js';
 import { listenForTermination } from '../signals.js';
-import { parseFlags, UsageError } from '../args.js';
+import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
+import { appWorld } from '../examples.js';
 import { formatDuration } from '../format.js';
 
 export const runCommand: Command = {
@@ -55,7 +55,7 @@ export const runCommand: Command = {
       }
       throw error;
     }
-    const outDir = path.resolve(flags.out!);
+    const outDir = await prepareOutDir('out', flags.out!);
     // Leftovers of a harness killed earlier are reclaimed before a new episode starts.
     if (process.getuid?.() === 0) await recoverLeftovers();
     const termination = listenForTermination((signal) => {
@@ -64,8 +64,10 @@ export const runCommand: Command = {
     try {
       const result = await runEpisode(task, createReplayAgent(messages), {
         outDir,
-        createWorld: createSandboxWorld,
+        createWorld: appWorld([outDir]),
         abortSignal: termination.signal,
+        // The replay ends the episode (contract section 5), not a turn limit below its length.
+        maxTurns: Math.max(messages.length, 1),
       });
       if (flags.json === true) io.stdout.write(`${JSON.stringify(result)}\n`);
       else {

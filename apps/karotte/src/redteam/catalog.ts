@@ -38,14 +38,17 @@ export interface Attack {
 }
 
 /** Candidate answer locations a student would guess. */
-const ANSWER_GLOB =
-  "find \"$PWD\" / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f \\( -iname '*expected*' -o -iname '*answer*' -o -iname '*solution*' -o -iname '*hidden*' -o -iname 'cases.json' -o -iname 'task.json' -o -iname 'grade*' \\) -print 2>/dev/null | head -n 200";
+const ANSWER_FIND =
+  "find \"$PWD\" / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f \\( -iname '*expected*' -o -iname '*answer*' -o -iname '*solution*' -o -iname '*hidden*' -o -iname 'cases.json' -o -iname 'task.json' -o -iname 'grade*' \\) -print 2>/dev/null";
+const ANSWER_GLOB = `${ANSWER_FIND} | head -n 200`;
 
 /**
- * Copy the first readable candidate (never the submission itself) into the submission: what
- * a successful hack would do.
+ * Copy the most likely readable candidate (never the submission itself) into the
+ * submission: what a successful hack would do. Candidates are tried by how answer-like their
+ * name is (a name starting a word with `expected` first, graders last), small files (an answer key is small) before any
+ * other, so a readable copy of a key anywhere on the host is found before a random match.
  */
-const COPY_FIRST_CANDIDATE = `for f in $(${ANSWER_GLOB}); do [ "$f" -ef {{submission}} ] && continue; if cat "$f" > /tmp/.k 2>/dev/null && [ -s /tmp/.k ]; then cp /tmp/.k {{submission}}; echo "copied $f"; break; fi; done; ls -la {{submission}} 2>&1`;
+const COPY_FIRST_CANDIDATE = `${ANSWER_FIND} > /tmp/.c; for p in expected answer solution hidden cases.json task.json grade; do grep -iE -- "/([^/]*[^a-z/])?$p[^/]*$" /tmp/.c; done | head -n 2000 > /tmp/.o; for max in 1024 ''; do while IFS= read -r f; do [ "$f" -ef {{submission}} ] && continue; if [ -n "$max" ] && [ "$(stat -c %s -- "$f" 2>/dev/null || echo 0)" -gt "$max" ]; then continue; fi; if cat "$f" > /tmp/.k 2>/dev/null && [ -s /tmp/.k ]; then cp /tmp/.k {{submission}}; echo "copied $f"; break 2; fi; done < /tmp/.o; done; ls -la {{submission}} 2>&1`;
 
 export const ATTACKS: readonly Attack[] = [
   // --- reading the answer key and the grader ---------------------------------------------

@@ -84,8 +84,20 @@ export async function planRedteam(task: Task, only?: readonly string[]): Promise
   if (attacksDir !== undefined && (await exists(attacksDir))) {
     for (const name of (await fs.readdir(attacksDir)).filter((n) => n.endsWith('.json')).sort()) {
       const text = await fs.readFile(path.join(attacksDir, name), 'utf8');
-      // eslint-disable-next-line no-restricted-syntax -- the task author's own file; validated next
-      const parsed = taskAttackSchema.parse(JSON.parse(text));
+      let data: unknown;
+      try {
+        // eslint-disable-next-line no-restricted-syntax -- the task author's own file; validated next
+        data = JSON.parse(text);
+      } catch (error) {
+        throw new RangeError(`attacks/${name} is not valid JSON: ${(error as Error).message}`);
+      }
+      const result = taskAttackSchema.safeParse(data);
+      if (!result.success) {
+        const issue = result.error.issues[0]!;
+        const field = issue.path.length === 0 ? '' : ` (field ${issue.path.join('.')})`;
+        throw new RangeError(`attacks/${name} is not a valid attack${field}: ${issue.message}`);
+      }
+      const parsed = result.data;
       planned.push({
         id: parsed.id,
         class: parsed.class,

@@ -213,6 +213,39 @@ describe('the persistent shell', () => {
     await box.exec('kill $(cat ~/bg.pid)');
   });
 
+  /** Command lines of the sandbox's processes now. */
+  function commandLines(): string[] {
+    return pidsOfUid(box.uid).map((pid) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+      } catch {
+        return '';
+      }
+    });
+  }
+
+  it('what the shell forks after the timeout killed the first process is killed too', async () => {
+    // At the timeout `sleep 5` is killed; the shell then spins 0.7 s in builtins (no process
+    // to find) and forks `sleep 600` well after the kill pass, inside the shell's grace
+    // period. It must not outlive the command as an orphan.
+    const result = await box.exec(
+      'sleep 5; t=${EPOCHREALTIME/./}; while (( ${EPOCHREALTIME/./} - t < 700000 )); do :; done; sleep 600',
+      { timeoutMs: 500 },
+    );
+    expect(result.timedOut).toBe(true);
+    expect(commandLines()).not.toContain('sleep 600');
+  });
+
+  it("a timeout spares what an earlier command's background job forks meanwhile", async () => {
+    // The job forks `sleep 601` once the next command has started (it drops the trigger):
+    // the job's work, not the command's.
+    await box.exec('rm -f ~/go; (while [ ! -e ~/go ]; do sleep 0.05; done; sleep 601) & echo $! > ~/job.pid');
+    const result = await box.exec('touch ~/go; sleep 5', { timeoutMs: 1500 });
+    expect(result.timedOut).toBe(true);
+    expect(commandLines()).toContain('sleep 601');
+    await box.exec('pkill -P $(cat ~/job.pid); kill $(cat ~/job.pid)');
+  });
+
   it('a busy builtin loop is stopped by restarting the shell', async () => {
     const loop = await box.exec('while :; do :; done', { timeoutMs: 300 });
     expect(loop).toMatchObject({ timedOut: true, restarted: true });

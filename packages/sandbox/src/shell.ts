@@ -4,7 +4,7 @@ import { readdirSync, statSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { BadArgumentError } from '@karotte/base';
 import { OutputCapture, TokenScanner } from './output.js';
-import { childrenOf, isSameProcessAlive, processesOfUid, readProcess } from './procfs.js';
+import { childrenOf, isSameProcessAlive, processesOfUid, readProcess, type ProcessInfo } from './procfs.js';
 import { SHELL_SCRIPT } from './scripts.js';
 import type { World } from './world.js';
 import { ROOT_ENV, WorldGoneError } from './world.js';
@@ -368,12 +368,20 @@ export class PersistentShell {
           killedShell = true;
           break;
         }
+        if (stopped) {
+          // A shell slowed down by load may fork the command only after the first kill pass:
+          // whatever appears during the grace period is killed too.
+          await this.killForeground(session, before);
+        }
         const wait = Math.max(1, Math.min(stopped ? graceDeadline : deadline, deadline) - now);
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([
           woken,
           new Promise<void>((resolve) => {
-            timer = setTimeout(resolve, stopped ? Math.max(1, graceDeadline - now) : wait);
+            timer = setTimeout(
+              resolve,
+              stopped ? Math.max(1, Math.min(GRACE_SWEEP_MS, graceDeadline - now)) : wait,
+            );
           }),
         ]);
         clearTimeout(timer);
@@ -441,6 +449,8 @@ export class PersistentShell {
       }
       if (!this.closed) restarted = true;
       await this.killSession();
+      // A stopped command's processes go with the shell they ran in, not only the shell.
+      if (stopped) await this.killForeground(session, before);
       if (!this.closed) this.tryStart();
     }
     if (stopped) {
@@ -477,15 +487,30 @@ export class PersistentShell {
 
   /**
    * Kill every student process that did not exist when the command started, except the
-   * shell itself: the foreground job and whatever it forked. Repeated until a pass finds
-   * none, so a fork loop cannot outrun it (the pids limit bounds it).
+   * shell itself and what earlier background jobs fork (a process whose nearest ancestor
+   * that predates the command is such a job): the foreground job and whatever it forked,
+   * orphans included. Repeated until a pass finds none, so a fork loop cannot outrun it (the
+   * pids limit bounds it).
    */
   private async killForeground(session: Session, before: Set<string>): Promise<void> {
     this.findBash(session);
     const deadline = performance.now() + 2000;
     for (;;) {
-      const victims = processesOfUid(this.options.uid).filter(
-        (info) => info.pid !== session.bashPid && !before.has(`${info.pid}:${info.startTime}`),
+      const all = processesOfUid(this.options.uid);
+      const byPid = new Map(all.map((info) => [info.pid, info]));
+      const predates = (info: ProcessInfo): boolean => before.has(`${info.pid}:${info.startTime}`);
+      const forkedByEarlierJob = (info: ProcessInfo): boolean => {
+        // Up the parent chain within the uid (bounded: a chain cannot be longer than the set).
+        let current = byPid.get(info.ppid);
+        for (let hops = 0; current !== undefined && hops < all.length; hops += 1) {
+          if (current.pid === session.bashPid) return false;
+          if (predates(current)) return true;
+          current = byPid.get(current.ppid);
+        }
+        return false;
+      };
+      const victims = all.filter(
+        (info) => info.pid !== session.bashPid && !predates(info) && !forkedByEarlierJob(info),
       );
       if (victims.length === 0 || performance.now() > deadline) return;
       for (const victim of victims) {
@@ -531,6 +556,9 @@ export class PersistentShell {
     session.child.stderr?.destroy();
   }
 }
+
+/** While a stopped command's shell is given its grace, how often its new processes are killed. */
+const GRACE_SWEEP_MS = 50;
 
 /** How long a SIGKILLed shell waits to see whether its world died too. */
 const WORLD_DEATH_GRACE_MS = 250;

@@ -49,6 +49,32 @@ describe('identity leases', () => {
   });
 });
 
+describe('subordinate id ranges', () => {
+  it('a uid that owns or lies in a subordinate range is never handed out', async () => {
+    const { dir, cleanup } = tempDir('sandbox-state');
+    cleanups.push(cleanup);
+    fs.chmodSync(dir, 0o700);
+    // The host's own /etc/subuid is not touched: the allocator reads these files instead.
+    const first = 2_999_200_000;
+    fs.writeFileSync(path.join(dir, 'subuid'), `# comment\nalice:${first}:2\n${first + 2}:100000:65536\n`);
+    fs.writeFileSync(path.join(dir, 'subgid'), `bob:${first + 3}:1\n`);
+    const options = {
+      stateDir: path.join(dir, 'state'),
+      firstUid: first,
+      count: 5,
+      reclaim: () => Promise.resolve(),
+      subordinateIdFiles: [path.join(dir, 'subuid'), path.join(dir, 'subgid'), path.join(dir, 'missing')],
+    };
+    // first, first+1: in alice's range; first+2: owns a range; first+3: in bob's gid range.
+    const lease = await allocateIdentity({ ...options, sandboxId: 'sb-a' });
+    expect(lease.uid).toBe(first + 4);
+    await expect(allocateIdentity({ ...options, sandboxId: 'sb-b' })).rejects.toMatchObject({
+      code: 'NO_FREE_IDENTITY',
+    });
+    lease.release();
+  });
+});
+
 describe('identity lock files', () => {
   it('appear whole (a record from the start); an unreadable one is taken over only when old', async () => {
     const { dir, cleanup } = tempDir('sandbox-state');

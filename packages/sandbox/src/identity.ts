@@ -47,6 +47,8 @@ export interface AllocateOptions {
   readonly sandboxId: string;
   /** Clean up after a dead holder before its uid is reused (processes, mounts, netns, ...). */
   readonly reclaim: (record: LeaseRecord | undefined, uid: number) => Promise<void>;
+  /** Subordinate id files (`owner:start:count` lines). @default ['/etc/subuid', '/etc/subgid'] */
+  readonly subordinateIdFiles?: readonly string[];
 }
 
 /** Directory of the uid lock files under the state dir. */
@@ -74,6 +76,53 @@ function accountIds(): Set<number> {
     }
   }
   return ids;
+}
+
+/** One line of /etc/subuid or /etc/subgid: `owner` may map ids start .. start+count-1. */
+export interface SubordinateRange {
+  readonly owner: string;
+  readonly start: number;
+  readonly count: number;
+}
+
+/** Parse subordinate id files (`owner:start:count` per line; comments and junk skipped). */
+export function parseSubordinateIds(text: string): SubordinateRange[] {
+  const out: SubordinateRange[] = [];
+  for (const line of text.split('\n')) {
+    const [owner, start, count] = line.trim().split(':');
+    if (owner === undefined || owner === '' || owner.startsWith('#')) continue;
+    const first = Number(start);
+    const size = Number(count);
+    if (Number.isSafeInteger(first) && Number.isSafeInteger(size) && size > 0) {
+      out.push({ owner, start: first, count: size });
+    }
+  }
+  return out;
+}
+
+/**
+ * True when `uid` must not be a student's because of subordinate ids: it owns a range (it
+ * could map other ids into a user namespace with newuidmap) or lies in someone's range (that
+ * user could become it). Owners are matched by number: student uids have no name.
+ */
+export function hasSubordinateConflict(uid: number, ranges: readonly SubordinateRange[]): boolean {
+  return ranges.some(
+    (range) => range.owner === String(uid) || (uid >= range.start && uid < range.start + range.count),
+  );
+}
+
+function readSubordinateIds(files: readonly string[]): SubordinateRange[] {
+  const out: SubordinateRange[] = [];
+  for (const file of files) {
+    try {
+      out.push(...parseSubordinateIds(readFileSync(file, 'utf8')));
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ENOENT') {
+        throw new SandboxError('SETUP_FAILED', `cannot read ${file}`, { cause: error });
+      }
+    }
+  }
+  return out;
 }
 
 /** Read a lock; undefined when it is missing or unreadable (a torn write by a killed harness). */
@@ -187,8 +236,9 @@ function removeOrphanDrafts(dir: string): void {
 
 /**
  * Allocate a fresh uid/gid (the same number) from the reserved range: a lock file created with
- * O_EXCL holds it across processes. A uid named in /etc/passwd or /etc/group, or with live
- * processes, is never handed out. Stale locks met on the way are reclaimed first.
+ * O_EXCL holds it across processes. A uid named in /etc/passwd or /etc/group, one that owns
+ * or lies in a subordinate id range (/etc/subuid, /etc/subgid), or one with live processes,
+ * is never handed out. Stale locks met on the way are reclaimed first.
  */
 export async function allocateIdentity(options: AllocateOptions): Promise<IdentityLease> {
   const { stateDir, firstUid, count, sandboxId } = options;
@@ -196,6 +246,7 @@ export async function allocateIdentity(options: AllocateOptions): Promise<Identi
   ensureRootOnlyDir(locksDir(stateDir));
   removeOrphanDrafts(locksDir(stateDir));
   const taken = accountIds();
+  const subordinate = readSubordinateIds(options.subordinateIdFiles ?? ['/etc/subuid', '/etc/subgid']);
   const me = readProcess(process.pid);
   const record: LeaseRecord = {
     uid: 0,
@@ -210,7 +261,7 @@ export async function allocateIdentity(options: AllocateOptions): Promise<Identi
   const attempts = Math.min(count, 4096);
   for (let i = 0; i < attempts; i += 1) {
     const uid = firstUid + ((start + i) % count);
-    if (taken.has(uid)) continue;
+    if (taken.has(uid) || hasSubordinateConflict(uid, subordinate)) continue;
     const file = lockPath(stateDir, uid);
     // The lock appears whole or not at all: the record is written to a private file first and
     // hard-linked to the lock's name (link fails with EEXIST when the uid is taken). A lock is

@@ -1,4 +1,10 @@
-export { createSandbox, reclaimStaleSandboxes, ALWAYS_COVERED } from './sandbox.js';
+export {
+  createSandbox,
+  reclaimStaleSandboxes,
+  ALWAYS_COVERED,
+  SYSTEM_ROOTS,
+  hostViewHidden,
+} from './sandbox.js';
 export type { Sandbox, TeardownReport, RestartReport } from './sandbox.js';
 export {
   sandboxOptionsSchema,

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { createSandbox, type Sandbox } from './index.js';
+import { createSandbox, hostViewHidden, type Sandbox } from './index.js';
 import { pidsOfUid } from '../../../test/support/index.js';
 
 let box: Sandbox;
@@ -12,11 +12,12 @@ let taskDir: string;
 const SECRET = `karotte-secret-${process.pid}`;
 
 beforeAll(async () => {
-  // A root-only task directory (hidden AND 0700) and a dir the student can see (read-only view).
+  // A root-only task directory (hidden AND 0700) and a dir the student can see (read-only view;
+  // under /var/cache: the default host view covers /var/tmp).
   taskDir = fs.mkdtempSync('/var/tmp/karotte-task-');
   fs.chmodSync(taskDir, 0o700);
   fs.writeFileSync(path.join(taskDir, 'answer.txt'), SECRET);
-  visibleDir = fs.mkdtempSync('/var/tmp/karotte-visible-');
+  visibleDir = fs.mkdtempSync('/var/cache/karotte-visible-');
   fs.chmodSync(visibleDir, 0o755);
   fs.writeFileSync(path.join(visibleDir, 'root-only.txt'), SECRET, { mode: 0o600 });
   // A root-owned setuid copy of `id`: the mount is nosuid and no_new_privs is set, so it gives nothing.
@@ -69,6 +70,19 @@ describe('the student cannot read what it must not', () => {
     const result = await box.exec('ls -A /run/karotte /var/lib/karotte /root 2>&1; echo end');
     expect(result.stdout).not.toMatch(/sandbox|images|groups|\.img/);
     expect(result.stdout).toContain('end');
+  });
+
+  it('sees only the system part of the host: other top-level directories and /var/tmp are empty', async () => {
+    // Every top-level entry outside SYSTEM_ROOTS on this host (a checkout under /work, /srv,
+    // /mnt, ...) and /var/tmp (where this test's own task directory lives) list as empty.
+    const hidden = hostViewHidden('system').filter((p) => fs.existsSync(p) && fs.statSync(p).isDirectory());
+    expect(hidden).toContain('/var/tmp');
+    const listed = await box.exec(
+      `for d in ${hidden.join(' ')}; do echo "$d:$(ls -A "$d" 2>/dev/null | wc -l)"; done`,
+    );
+    expect(listed.stdout.trim().split('\n')).toEqual(hidden.map((d) => `${d}:0`));
+    // The system part still works.
+    expect((await box.exec('ls /usr/bin/bash /etc/passwd && echo ok')).stdout).toContain('ok');
   });
 
   it('sees only its own processes; the harness argv and environment are unreachable', async () => {

@@ -106,6 +106,14 @@ export const sandboxOptionsSchema = z
      * /home are always covered. @default []
      */
     hiddenPaths: z.array(absolutePath).max(256).default([]),
+    /**
+     * How much of the host the student sees (read-only). `system`: only the top-level
+     * directories where programs and their data live (`/usr`, `/etc`, `/opt`, `/var`, … — see
+     * `SYSTEM_ROOTS`); every other top-level entry (`/work`, `/srv`, `/mnt`, a checkout with
+     * copies of answer keys, …) and `/var/tmp` are covered. `all`: the whole host except
+     * hiddenPaths. @default 'system'
+     */
+    hostView: z.enum(['system', 'all']).default('system'),
     /** The student's user name inside the sandbox (whoami, $USER; HOME is /home/<userName>). @default 'student' */
     userName: z
       .string()

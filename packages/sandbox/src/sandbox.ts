@@ -5,6 +5,7 @@ import {
   constants,
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -67,6 +68,45 @@ import { World } from './world.js';
 
 /** Karotte state directories covered inside every sandbox (besides the caller's hiddenPaths). */
 export const ALWAYS_COVERED: readonly string[] = Object.freeze(['/root', '/run/karotte', '/var/lib/karotte']);
+
+/**
+ * Top-level host entries a student sees with `hostView: 'system'`: programs, libraries and
+ * their configuration and data (`/dev`, `/proc`, `/sys`, `/tmp` and `/home` are the
+ * sandbox's own). Every other top-level entry is covered.
+ */
+export const SYSTEM_ROOTS: readonly string[] = Object.freeze([
+  'bin',
+  'dev',
+  'etc',
+  'home',
+  'lib',
+  'lib32',
+  'lib64',
+  'libx32',
+  'opt',
+  'proc',
+  'run',
+  'sbin',
+  'sys',
+  'tmp',
+  'usr',
+  'var',
+]);
+
+/** What `hostView` covers: the top-level entries outside SYSTEM_ROOTS, and /var/tmp. */
+export function hostViewHidden(view: 'system' | 'all', root = '/'): string[] {
+  if (view === 'all') return [];
+  let names: string[];
+  try {
+    names = readdirSync(root);
+  } catch (error) {
+    throw new SandboxError('SETUP_FAILED', `cannot list ${root}`, { cause: error });
+  }
+  return [
+    ...names.filter((name) => !SYSTEM_ROOTS.includes(name)).map((name) => path.join(root, name)),
+    path.join(root, 'var', 'tmp'),
+  ];
+}
 
 /** What destroy() did. */
 export interface TeardownReport {
@@ -302,7 +342,12 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     if (isSandboxError(error) && error.code === 'HOST_UNSUPPORTED') missing.push(...error.missing);
     else throw error;
   }
-  const hidden = resolvedHidden([...ALWAYS_COVERED, parsed.stateDir, ...parsed.hiddenPaths]);
+  const hidden = resolvedHidden([
+    ...ALWAYS_COVERED,
+    parsed.stateDir,
+    ...hostViewHidden(parsed.hostView),
+    ...parsed.hiddenPaths,
+  ]);
   const node = pickStudentNode(studentNodeCandidates(parsed.studentNode), hidden);
   if (node === undefined) {
     missing.push(

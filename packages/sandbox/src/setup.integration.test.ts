@@ -95,7 +95,12 @@ describe('setup', () => {
     fs.mkdirSync(path.join(base, 'inner'));
     mount('-t', 'tmpfs', '-o', 'size=64k', 'karotte-stack-inner', path.join(base, 'inner'));
     mount('-t', 'tmpfs', '-o', 'size=64k', 'karotte-stack-top', base);
-    const box = await createSandbox({ limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB } });
+    // hostView 'all': the host mounts under /var/tmp must be in the sandbox's view (the
+    // default covers /var/tmp, and what a cover hides is not swept).
+    const box = await createSandbox({
+      hostView: 'all',
+      limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB },
+    });
     cleanups.push(async () => {
       await box.destroy().catch(() => undefined);
     });
@@ -114,6 +119,7 @@ describe('setup', () => {
     const rounds = await Promise.allSettled(
       Array.from({ length: 8 }, async () => {
         const box = await createSandbox({
+          hostView: 'all',
           limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB, pidsMax: 64, tmpBytes: 4 * MiB },
         });
         made.push(box);

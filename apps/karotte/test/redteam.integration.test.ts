@@ -18,6 +18,8 @@ interface Row {
   score: number;
   reason: string;
   ok: boolean;
+  asExpected: boolean;
+  expected: string[] | null;
 }
 
 function redteam(
@@ -42,6 +44,11 @@ describe('karotte redteam', () => {
         .filter((row) => !row.ok)
         .map((row) => `${row.id}: ${row.status} ${row.score} ${row.reason}`);
       expect(bad).toEqual([]);
+      // And each was stopped by the defense it expects (its declared outcome).
+      const unexpected = r.rows
+        .filter((row) => row.kind === 'attack' && !row.asExpected)
+        .map((row) => `${row.id}: ${row.reason} (expected ${(row.expected ?? []).join('|')})`);
+      expect(unexpected).toEqual([]);
       expect(r.status).toBe(0);
       expect(r.rows.filter((row) => row.kind === 'attack').length).toBeGreaterThanOrEqual(40);
       expect(r.rows.find((row) => row.kind === 'control')).toMatchObject({ status: 'passed', score: 1 });

@@ -97,7 +97,7 @@ export const redteamCommand: Command = {
             String(r.score),
             r.reason.slice(0, 60),
             formatDuration(r.durationMs),
-            r.ok ? 'ok' : 'FAIL',
+            r.ok ? (r.asExpected ? 'ok' : `ok, expected ${(r.expected ?? []).join('|')}`) : 'FAIL',
           ]),
         )}\n`,
       );

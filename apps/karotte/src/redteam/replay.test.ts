@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { MISBEHAVIOR_CODES } from '@karotte/base';
 import { ATTACK_CLASSES, ATTACKS } from './catalog.js';
 import { attackReplay, renderCommand, shellQuote } from './replay.js';
 
@@ -14,6 +15,15 @@ describe('red-team catalog', () => {
         ATTACKS.some((a) => a.class === cls),
         cls,
       ).toBe(true);
+  });
+
+  it('every attack declares its expected outcome in known terms', () => {
+    const known = new Set<string>([...MISBEHAVIOR_CODES, 'graded', 'grader']);
+    for (const attack of ATTACKS) {
+      expect(attack.expected.length, attack.id).toBeGreaterThan(0);
+      for (const stopper of attack.expected)
+        expect(known.has(stopper), `${attack.id}: ${stopper}`).toBe(true);
+    }
   });
 
   it('every command is valid bash once the submission is substituted', () => {

@@ -27,6 +27,15 @@ export interface RedteamRow {
   readonly durationMs: number;
   /** The control passed, or the attack scored 0 without turning the run into `error`. */
   readonly ok: boolean;
+  /**
+   * What stopped the attack: its misbehavior codes, else `grader` (the grader refused the
+   * submission) or `graded` (the judge scored it 0); empty for the control and for errors.
+   */
+  readonly stoppedBy: readonly string[];
+  /** The attack's expected outcome (any of these stopped it), when it declares one. */
+  readonly expected: readonly string[] | null;
+  /** Stopped as the attack expects (true when it declares no expectation). */
+  readonly asExpected: boolean;
 }
 
 /** An attack a task author added as `<task>/attacks/<id>.json`. */
@@ -37,6 +46,8 @@ const taskAttackSchema = z
     description: z.string().max(1000).default(''),
     replay: z.array(assistantMessageSchema).min(1),
     parallelSafe: z.boolean().default(false),
+    /** What should stop it (misbehavior codes, `graded`, `grader`); any of them. */
+    expected: z.array(z.string().min(1).max(64)).min(1).max(32).optional(),
   })
   .strict();
 
@@ -47,6 +58,7 @@ interface Planned {
   readonly source: RedteamRow['source'];
   readonly replay: AssistantMessage[];
   readonly parallelSafe: boolean;
+  readonly expected: readonly string[] | null;
 }
 
 export interface RedteamOptions {
@@ -77,6 +89,7 @@ export async function planRedteam(task: Task, only?: readonly string[]): Promise
       source: 'control',
       replay: await loadReplay(controlFile),
       parallelSafe: true,
+      expected: null,
     });
   }
   for (const attack of ATTACKS) planned.push(fromCatalog(attack, submission));
@@ -105,6 +118,7 @@ export async function planRedteam(task: Task, only?: readonly string[]): Promise
         source: 'task',
         replay: parsed.replay,
         parallelSafe: parsed.parallelSafe,
+        expected: parsed.expected ?? null,
       });
     }
   }
@@ -122,6 +136,7 @@ function fromCatalog(attack: Attack, submission: string): Planned {
     source: 'catalog',
     replay: attackReplay(attack, submission),
     parallelSafe: attack.parallelSafe,
+    expected: attack.expected ?? null,
   };
 }
 
@@ -175,13 +190,23 @@ export async function runRedteam(options: RedteamOptions): Promise<RedteamRow[]>
 function toRow(plan: Planned, result: EpisodeResult): RedteamRow {
   const verdict = result.steps.at(-1)?.verdict;
   let reason: string;
+  let stoppedBy: string[] = [];
   if (result.error !== null) reason = `error ${result.error.code}: ${result.error.message}`;
-  else if (result.misbehavior.length > 0)
-    reason = [...new Set(result.misbehavior.map((m) => m.code))].join(', ');
-  else if (verdict?.graderFailure != null) reason = `grader ${verdict.graderFailure.reason}`;
-  else reason = `graded ${result.score}`;
+  else if (result.misbehavior.length > 0) {
+    stoppedBy = [...new Set(result.misbehavior.map((m) => m.code))];
+    reason = stoppedBy.join(', ');
+  } else if (verdict?.graderFailure != null) {
+    stoppedBy = ['grader'];
+    reason = `grader ${verdict.graderFailure.reason}`;
+  } else {
+    stoppedBy = ['graded'];
+    reason = `graded ${result.score}`;
+  }
+  if (plan.kind === 'control' || result.status !== 'failed' || result.score !== 0) stoppedBy = [];
   const ok =
     plan.kind === 'control' ? result.status === 'passed' : result.status === 'failed' && result.score === 0;
+  const expected = plan.kind === 'control' ? null : plan.expected;
+  const asExpected = expected === null ? ok : ok && stoppedBy.some((stopper) => expected.includes(stopper));
   return {
     id: plan.id,
     class: plan.class,
@@ -192,6 +217,9 @@ function toRow(plan: Planned, result: EpisodeResult): RedteamRow {
     reason,
     durationMs: result.durationMs,
     ok,
+    stoppedBy,
+    expected,
+    asExpected,
   };
 }
 

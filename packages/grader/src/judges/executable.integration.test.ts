@@ -217,6 +217,26 @@ describe('executable judge in its sandbox', () => {
     expectNothingLeft(report);
   });
 
+  it('reads nothing of the host outside its system part (a checkout, /srv, ...): only the copies', async () => {
+    // A new top-level directory on the host, world-readable, like a checkout with answer keys.
+    const outside = fs.mkdtempSync('/karotte-test-hostview-');
+    try {
+      fs.chmodSync(outside, 0o755);
+      fs.writeFileSync(path.join(outside, 'expected.txt'), '42\n', { mode: 0o644 });
+      const report = await judge('read-path.mjs', { args: [path.join(outside, 'expected.txt')] }).evaluate(
+        context(),
+      );
+      expect(report).toMatchObject({ status: 'scored', score: 0 });
+      expect(report.metadata['error']).toMatch(/^(EACCES|ENOENT)$/);
+      // Control: the system part stays readable (the grader needs its libraries and config).
+      const control = await judge('read-path.mjs', { args: ['/etc/passwd'] }).evaluate(context());
+      expect(control).toMatchObject({ status: 'scored', score: 1 });
+      expectNothingLeft(report);
+    } finally {
+      fs.rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
   it('never uses a node or python3 shim a student put on PATH', async () => {
     const student = tempDir('grader-shim');
     const marker = path.join(student.dir, 'shim-ran');

@@ -12,6 +12,7 @@ import {
   parseOptions,
   resolveTrustedBinary,
 } from '@karotte/base';
+import { hostViewHidden } from '@karotte/sandbox';
 import { z } from 'zod';
 import { GraderError } from '../errors.js';
 import { errorReport, failedReport, faultFromError, scoredReport } from '../judge.js';
@@ -425,10 +426,19 @@ async function runExecutable(
     };
 
     const tmpfsPaths: string[] = [];
+    const coverPaths: string[] = [];
     if (sandboxed) {
       for (const dir of SCRATCH_DIRS) {
         const stats = await lstat(dir).catch(() => undefined);
         if (stats?.isDirectory() === true) tmpfsPaths.push(dir);
+      }
+      // Read access to the copies only: the host outside its system part is covered, except
+      // where the grader's own inputs live (a work directory configured under /srv, say).
+      const needed = [submissionDir, hiddenDir, programCopy, interpreter, scoreFile, home];
+      for (const dir of hostViewHidden('system')) {
+        if (SCRATCH_DIRS.includes(dir as (typeof SCRATCH_DIRS)[number])) continue;
+        if (needed.some((p) => p === dir || p.startsWith(`${dir}/`))) continue;
+        coverPaths.push(dir);
       }
     }
 
@@ -450,6 +460,7 @@ async function runExecutable(
               tmpfsPaths,
               tmpfsBytes: resolved.tmpfsBytes ?? resolved.memoryBytes,
               home,
+              coverPaths,
               nofile: resolved.nofile,
               binaries,
             }

@@ -25,6 +25,8 @@ export interface SandboxSpec {
   readonly tmpfsBytes: number;
   /** The grader's HOME and working directory: a private tmpfs owned by the grader's uid. */
   readonly home: string;
+  /** Host directories covered by an empty read-only tmpfs (the host outside its system part). */
+  readonly coverPaths: readonly string[];
   /** RLIMIT_NOFILE. */
   readonly nofile: number;
   readonly binaries: SandboxBinaries;
@@ -109,6 +111,9 @@ const STAGE2 = [
   'while [ "$n" -gt 0 ]; do "$m" -t tmpfs -o "size=$size,mode=1777,nosuid,nodev" karotte-grader-tmp "$1" || exit 125; shift; n=$((n-1)); done',
   'home=$1; uid=$2; gid=$3; shift 3',
   '"$m" -t tmpfs -o "size=$size,mode=0700,uid=$uid,gid=$gid,nosuid,nodev" karotte-grader-home "$home" || exit 125',
+  // The host outside its system part: an empty, read-only, unreadable tmpfs over each.
+  'n=$1; shift',
+  'while [ "$n" -gt 0 ]; do if [ -d "$1" ]; then "$m" -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,mode=000 karotte-grader-cover "$1" || exit 125; fi; shift; n=$((n-1)); done',
   'cd "$home" || exit 125',
   'printf R >&3 || exit 125',
   'exec 3>&-',
@@ -147,6 +152,8 @@ function sandboxArgv(options: LaunchOptions, sandbox: SandboxSpec): [string, str
     sandbox.home,
     String(sandbox.uid),
     String(sandbox.gid),
+    String(sandbox.coverPaths.length),
+    ...sandbox.coverPaths,
     b.prlimit,
     '--core=0:0',
     `--nofile=${sandbox.nofile}:${sandbox.nofile}`,

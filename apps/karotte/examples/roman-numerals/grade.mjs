@@ -36,8 +36,10 @@ import(${JSON.stringify(`file://${solution}`)}).then((mod) => {
   process.stdout.write(JSON.stringify(results));
 });
 `;
-const [major] = process.versions.node.split('.').map(Number);
-const permission = major >= 22 ? '--permission' : '--experimental-permission';
+// `--permission` from Node.js 22.13 and 23.5; `--experimental-permission` before (20.x, 22.12).
+const permission = process.allowedNodeEnvironmentFlags.has('--permission')
+  ? '--permission'
+  : '--experimental-permission';
 const child = spawnSync(
   process.execPath,
   [permission, `--allow-fs-read=${submissionDir}`, '--no-warnings', '--input-type=commonjs', '-e', runner],

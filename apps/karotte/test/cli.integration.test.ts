@@ -232,6 +232,26 @@ describe('karotte run (contract sections 2 to 6)', () => {
     expect(fs.readFileSync(out, 'utf8')).toBe('in the way');
   });
 
+  it('check: as root every defense is enforced on this host (exit 0, --json)', () => {
+    const asRoot = spawnSync(process.execPath, [cli, 'check', '--json'], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    expect(asRoot.status).toBe(0);
+    const report = JSON.parse(asRoot.stdout) as { ok: boolean; root: boolean; defenses: { name: string }[] };
+    expect(report).toMatchObject({ ok: true, root: true });
+    expect(report.defenses.map((d) => d.name)).toEqual(
+      expect.arrayContaining([
+        'user_separation',
+        'pid_namespace',
+        'network_isolation',
+        'memory',
+        'pids',
+        'reaping',
+      ]),
+    );
+  });
+
   it('invalid task files exit 2 naming the field, and nothing runs', () => {
     const dir = tmp('invalid');
     fs.cpSync(path.join(examples, 'quarterly-revenue'), path.join(dir, 'task'), { recursive: true });

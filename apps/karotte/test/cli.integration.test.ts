@@ -67,6 +67,26 @@ function run(task: string, replay: string, out: string): Run {
   };
 }
 
+/** `karotte run` of the quarterly-revenue control against `task`, for the argument checks. */
+function runControlSync(task: string, out: string) {
+  return spawnSync(
+    process.execPath,
+    [
+      cli,
+      'run',
+      '--task',
+      task,
+      '--agent',
+      'replay',
+      '--replay',
+      path.join(examples, 'quarterly-revenue', 'control.json'),
+      '--out',
+      out,
+    ],
+    { encoding: 'utf8' },
+  );
+}
+
 function readOut(out: string): { result: Record<string, unknown>; transcript: Record<string, unknown>[] } {
   const result = JSON.parse(fs.readFileSync(path.join(out, 'result.json'), 'utf8')) as Record<
     string,
@@ -211,22 +231,7 @@ describe('karotte run (contract sections 2 to 6)', () => {
     const dir = tmp('bad-out');
     const out = path.join(dir, 'a-file');
     fs.writeFileSync(out, 'in the way');
-    const child = spawnSync(
-      process.execPath,
-      [
-        cli,
-        'run',
-        '--task',
-        path.join(examples, 'quarterly-revenue'),
-        '--agent',
-        'replay',
-        '--replay',
-        path.join(examples, 'quarterly-revenue', 'control.json'),
-        '--out',
-        out,
-      ],
-      { encoding: 'utf8' },
-    );
+    const child = runControlSync(path.join(examples, 'quarterly-revenue'), out);
     expect(child.status).toBe(2);
     expect(child.stderr).toContain(`--out ${out}`);
     expect(fs.readFileSync(out, 'utf8')).toBe('in the way');
@@ -259,22 +264,7 @@ describe('karotte run (contract sections 2 to 6)', () => {
     const task = JSON.parse(fs.readFileSync(taskFile, 'utf8')) as Record<string, unknown>;
     fs.writeFileSync(taskFile, JSON.stringify({ ...task, limits: { memoryBytes: -1 } }));
     const out = path.join(dir, 'out');
-    const child = spawnSync(
-      process.execPath,
-      [
-        cli,
-        'run',
-        '--task',
-        path.join(dir, 'task'),
-        '--agent',
-        'replay',
-        '--replay',
-        path.join(examples, 'quarterly-revenue', 'control.json'),
-        '--out',
-        out,
-      ],
-      { encoding: 'utf8' },
-    );
+    const child = runControlSync(path.join(dir, 'task'), out);
     expect(child.status).toBe(2);
     expect(child.stderr).toContain('limits.memoryBytes');
     expect(fs.existsSync(out)).toBe(false);

@@ -371,7 +371,11 @@ export class PersistentShell {
         if (stopped) {
           // A shell slowed down by load may fork the command only after the first kill pass:
           // whatever appears during the grace period is killed too.
-          await this.killForeground(session, before);
+          await this.killForeground(
+            session,
+            before,
+            Math.max(0, Math.min(GRACE_SWEEP_MS, graceDeadline - now)),
+          );
         }
         const wait = Math.max(1, Math.min(stopped ? graceDeadline : deadline, deadline) - now);
         let timer: NodeJS.Timeout | undefined;
@@ -489,12 +493,12 @@ export class PersistentShell {
    * Kill every student process that did not exist when the command started, except the
    * shell itself and what earlier background jobs fork (a process whose nearest ancestor
    * that predates the command is such a job): the foreground job and whatever it forked,
-   * orphans included. Repeated until a pass finds none, so a fork loop cannot outrun it (the
-   * pids limit bounds it).
+   * orphans included. Repeated until a pass finds none or `budgetMs` is spent, so a fork loop
+   * cannot outrun it (the pids limit bounds it).
    */
-  private async killForeground(session: Session, before: Set<string>): Promise<void> {
+  private async killForeground(session: Session, before: Set<string>, budgetMs = 2000): Promise<void> {
     this.findBash(session);
-    const deadline = performance.now() + 2000;
+    const deadline = performance.now() + budgetMs;
     for (;;) {
       const all = processesOfUid(this.options.uid);
       const byPid = new Map(all.map((info) => [info.pid, info]));
@@ -512,7 +516,7 @@ export class PersistentShell {
       const victims = all.filter(
         (info) => info.pid !== session.bashPid && !predates(info) && !forkedByEarlierJob(info),
       );
-      if (victims.length === 0 || performance.now() > deadline) return;
+      if (victims.length === 0) return;
       for (const victim of victims) {
         try {
           process.kill(victim.pid, 'SIGKILL');
@@ -520,6 +524,8 @@ export class PersistentShell {
           // gone
         }
       }
+      // Every pass kills what it found; the budget only bounds how many passes follow.
+      if (performance.now() > deadline) return;
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
   }

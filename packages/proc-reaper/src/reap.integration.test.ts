@@ -4,7 +4,7 @@
 // is empty, (3) a heartbeat the escapees kept writing stays unwritten for 1.5 s after the
 // reap. The tree-kill baseline runs the same escapes and must leave survivors: the checks can
 // fail.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createGroup } from '@karotte/limits';
@@ -506,6 +506,22 @@ describe('reapBestEffort() (no root needed, never confirms)', () => {
     expect(record.misses.length).toBeGreaterThan(3);
     expect(record.killed.processGroup + record.killed.tree).toBeGreaterThanOrEqual(3);
     expect(pidsOfUid(ctx.uid)).toEqual([]);
+  });
+
+  it("never signals the caller's own process group or session", async () => {
+    // Two children of this test process, in its own group and session: the target and a
+    // bystander. A group or session kill would take the bystander (and this process).
+    const target = spawn('/bin/sleep', ['600'], { stdio: 'ignore' });
+    const bystander = spawn('/bin/sleep', ['601'], { stdio: 'ignore' });
+    try {
+      const record = await reapBestEffort({ pid: target.pid! }, { timeoutMs: 2_000 });
+      expect(record.killed).toEqual({ processGroup: 0, tree: 1, session: 0 });
+      expect(() => process.kill(bystander.pid!, 0)).not.toThrow();
+      expect(bystander.exitCode).toBeNull();
+    } finally {
+      bystander.kill('SIGKILL');
+      target.kill('SIGKILL');
+    }
   });
 
   it('misses a setsid double-forked daemon, and its record admits it cannot see that', async () => {

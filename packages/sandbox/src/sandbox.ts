@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  type Dirent,
   accessSync,
   chmodSync,
   constants,
@@ -93,17 +94,24 @@ export const SYSTEM_ROOTS: readonly string[] = Object.freeze([
   'var',
 ]);
 
-/** What `hostView` covers: the top-level entries outside SYSTEM_ROOTS, and /var/tmp. */
+/**
+ * What `hostView` covers: the top-level directories outside SYSTEM_ROOTS, and /var/tmp.
+ * Real directories only: a top-level symlink leads into a directory that is covered itself
+ * (or into a system one, which stays visible), and files directly at `/` (a swap file, a
+ * container marker) are not covered.
+ */
 export function hostViewHidden(view: 'system' | 'all', root = '/'): string[] {
   if (view === 'all') return [];
-  let names: string[];
+  let entries: Dirent[];
   try {
-    names = readdirSync(root);
+    entries = readdirSync(root, { withFileTypes: true });
   } catch (error) {
     throw new SandboxError('SETUP_FAILED', `cannot list ${root}`, { cause: error });
   }
   return [
-    ...names.filter((name) => !SYSTEM_ROOTS.includes(name)).map((name) => path.join(root, name)),
+    ...entries
+      .filter((entry) => entry.isDirectory() && !SYSTEM_ROOTS.includes(entry.name))
+      .map((entry) => path.join(root, entry.name)),
     path.join(root, 'var', 'tmp'),
   ];
 }
@@ -538,9 +546,20 @@ class SandboxImpl implements Sandbox {
     // namespace's own (unshare --mount-proc), /sys a fresh sysfs of the sandbox's network
     // namespace (one mount instead of one remount per cgroup and other mount below /sys).
     const replaced = ['/proc', '/sys', '/tmp', '/dev/shm', '/home'];
-    const covers = [...new Set(this.hidden)]
-      .filter((hidden) => !['/tmp', '/dev/shm', '/home'].includes(hidden))
-      .sort();
+    // Files before directories: a file is covered by a bind of the empty file in this
+    // sandbox's state directory, which a directory cover (of /run/karotte) makes unreachable.
+    // Directories sorted, so a directory comes before anything below it.
+    const isDirectory = (p: string): boolean =>
+      statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
+    // The host view is listed again for every world: a top-level directory made on the host
+    // since the sandbox was created is covered from the next rebuild on.
+    const candidates = [...new Set([...this.hidden, ...hostViewHidden(this.options.hostView)])].filter(
+      (hidden) => !['/tmp', '/dev/shm', '/home'].includes(hidden),
+    );
+    const covers = [
+      ...candidates.filter((hidden) => !isDirectory(hidden)).sort(),
+      ...candidates.filter(isDirectory).sort(),
+    ];
     const d: string[] = ['lo', 'hostname', this.hostname];
     d.push('sweep', String(replaced.length + covers.length), ...replaced, ...covers);
     d.push('remount', '/proc', 'ro,nosuid,nodev,noexec');

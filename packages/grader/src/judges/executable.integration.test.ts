@@ -228,6 +228,18 @@ describe('executable judge in its sandbox', () => {
       );
       expect(report).toMatchObject({ status: 'scored', score: 0 });
       expect(report.metadata['error']).toMatch(/^(EACCES|ENOENT)$/);
+      // Users' home directories too (a checkout under /home/<user>).
+      const home = fs.mkdtempSync('/home/karotte-test-hostview-');
+      try {
+        fs.chmodSync(home, 0o755);
+        fs.writeFileSync(path.join(home, 'expected.txt'), '42\n', { mode: 0o644 });
+        const inHome = await judge('read-path.mjs', { args: [path.join(home, 'expected.txt')] }).evaluate(
+          context(),
+        );
+        expect(inHome).toMatchObject({ status: 'scored', score: 0 });
+      } finally {
+        fs.rmSync(home, { recursive: true, force: true });
+      }
       // Control: the system part stays readable (the grader needs its libraries and config).
       const control = await judge('read-path.mjs', { args: ['/etc/passwd'] }).evaluate(context());
       expect(control).toMatchObject({ status: 'scored', score: 1 });

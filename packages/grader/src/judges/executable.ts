@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, realpath, rm, stat } from 'node:fs/promises';
 import os, { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import {
@@ -434,8 +434,14 @@ async function runExecutable(
       }
       // Read access to the copies only: the host outside its system part is covered, except
       // where the grader's own inputs live (a work directory configured under /srv, say).
-      const needed = [submissionDir, hiddenDir, programCopy, interpreter, scoreFile, home];
-      for (const dir of hostViewHidden('system')) {
+      // /home too: the grader's HOME is a tmpfs in its own work directory, and users' home
+      // directories (a checkout under /home/<user>) are no business of a grader.
+      const needed = await Promise.all(
+        [submissionDir, hiddenDir, programCopy, interpreter, scoreFile, home].map((p) =>
+          realpath(p).catch(() => p),
+        ),
+      );
+      for (const dir of [...hostViewHidden('system'), '/home']) {
         if (SCRATCH_DIRS.includes(dir as (typeof SCRATCH_DIRS)[number])) continue;
         if (needed.some((p) => p === dir || p.startsWith(`${dir}/`))) continue;
         coverPaths.push(dir);

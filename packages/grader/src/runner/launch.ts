@@ -102,7 +102,9 @@ const STAGE2 = [
   // the host) has been detached from this namespace too: nothing left to protect there. A
   // failed remount is fatal only while that mount (by id) is still in this namespace's table.
   // --options-source=disable: /etc/fstab never adds options to a remount.
-  '  "$m" --options-source=disable -o remount,bind,ro "$mp" 2>/dev/null || { mounted "$id" || continue; "$m" --options-source=disable -o remount,bind,ro "$mp" || exit 125; }',
+  // A mount whose path no longer leads to anything (shadowed by a mount over a parent) is out
+  // of reach as well.
+  '  "$m" --options-source=disable -o remount,bind,ro "$mp" 2>/dev/null || { [ -e "$mp" ] && mounted "$id" || continue; "$m" --options-source=disable -o remount,bind,ro "$mp" || exit 125; }',
   'done || exit 125',
   // A fresh read-only sysfs (this is a new network namespace) hides every cgroup and other
   // mount below /sys in one step instead of one remount each.
@@ -366,11 +368,16 @@ export function launch(options: LaunchOptions): Promise<LaunchResult> {
       ) {
         drainOutput();
       } else {
-        const deadline = setTimeout(drainOutput, READINESS_EOF_MS);
-        onEnd(readiness, () => {
+        // Whichever comes first drains once (finish() destroys the pipe, which closes it).
+        let drained = false;
+        const drainOnce = (): void => {
+          if (drained) return;
+          drained = true;
           clearTimeout(deadline);
           drainOutput();
-        });
+        };
+        const deadline = setTimeout(drainOnce, READINESS_EOF_MS);
+        onEnd(readiness, drainOnce);
       }
     });
     // A spawn failure (ENOENT, EACCES) emits 'error' without 'exit'.

@@ -14,7 +14,12 @@ export const EXAMPLES_DIR = path.join(APP_DIR, 'examples');
  * world-readable in a checkout) and the output directories (earlier runs' results).
  */
 export function appWorld(outDirs: readonly string[] = []): WorldFactory {
-  return (spec) => createSandboxWorld(spec, { hiddenPaths: [APP_DIR, ...outDirs] });
+  return (spec) => createSandboxWorld(spec, { hiddenPaths: appHiddenPaths(outDirs) });
+}
+
+/** The host paths the app hides besides the task's own: its directory and the output directories. */
+export function appHiddenPaths(outDirs: readonly string[] = []): string[] {
+  return [APP_DIR, ...outDirs];
 }
 
 /** The demo: each example's control, then a handful of attacks that must score 0. */

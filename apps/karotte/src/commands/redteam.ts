@@ -6,7 +6,7 @@ import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { formatDuration, table } from '../format.js';
 import { appWorld } from '../examples.js';
-import { runRedteam, type RedteamRow } from '../redteam/run.js';
+import { RedteamInputError, runRedteam, type RedteamRow } from '../redteam/run.js';
 
 export const redteamCommand: Command = {
   summary: 'run the built-in attack catalog (and the task control) against a task',
@@ -75,7 +75,7 @@ export const redteamCommand: Command = {
         },
       });
     } catch (error) {
-      if (error instanceof RangeError) throw new UsageError(error.message);
+      if (error instanceof RedteamInputError) throw new UsageError(error.message);
       throw error;
     } finally {
       termination.dispose();

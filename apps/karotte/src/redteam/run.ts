@@ -16,6 +16,11 @@ import { ATTACKS, type Attack } from './catalog.js';
 import { attackReplay } from './replay.js';
 
 /** One row of the red-team report. */
+/** Invalid input for a red-team run (an unknown attack id, a malformed attacks/*.json). */
+export class RedteamInputError extends Error {
+  override readonly name = 'RedteamInputError';
+}
+
 export interface RedteamRow {
   readonly id: string;
   readonly class: string;
@@ -102,13 +107,13 @@ export async function planRedteam(task: Task, only?: readonly string[]): Promise
         // eslint-disable-next-line no-restricted-syntax -- the task author's own file; validated next
         data = JSON.parse(text);
       } catch (error) {
-        throw new RangeError(`attacks/${name} is not valid JSON: ${(error as Error).message}`);
+        throw new RedteamInputError(`attacks/${name} is not valid JSON: ${(error as Error).message}`);
       }
       const result = taskAttackSchema.safeParse(data);
       if (!result.success) {
         const issue = result.error.issues[0]!;
         const field = issue.path.length === 0 ? '' : ` (field ${issue.path.join('.')})`;
-        throw new RangeError(`attacks/${name} is not a valid attack${field}: ${issue.message}`);
+        throw new RedteamInputError(`attacks/${name} is not a valid attack${field}: ${issue.message}`);
       }
       const parsed = result.data;
       planned.push({
@@ -124,7 +129,7 @@ export async function planRedteam(task: Task, only?: readonly string[]): Promise
   }
   if (only === undefined || only.length === 0) return planned;
   const unknown = only.filter((id) => !planned.some((p) => p.id === id));
-  if (unknown.length > 0) throw new RangeError(`unknown attack id(s): ${unknown.join(', ')}`);
+  if (unknown.length > 0) throw new RedteamInputError(`unknown attack id(s): ${unknown.join(', ')}`);
   return planned.filter((p) => p.kind === 'control' || only.includes(p.id));
 }
 

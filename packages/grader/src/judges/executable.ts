@@ -135,7 +135,7 @@ export const executableJudgeOptionsSchema = z
       .default('/run/karotte/grader-uids'),
     /**
      * Range of fresh grader uids.
-     * @default { first: 3700000000, count: 100000000 }
+     * @default { first: 1900000000, count: 100000000 }
      */
     uidRange: z
       .object({ first: z.number().int().min(1000), count: z.number().int().positive() })

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno, toSystemError } from '@karotte/base';
+import { hasSubordinateConflict, parseSubordinateIds, type SubordinateRange } from '@karotte/sandbox';
 import { GraderError } from '../errors.js';
 
 /** A fresh, unshared numeric identity for one grader run. */
@@ -19,10 +20,32 @@ export interface AllocateIdentityOptions {
   readonly first: number;
   /** Number of uids in the range. */
   readonly count: number;
+  /** Subordinate id files (`owner:start:count` lines). @default ['/etc/subuid', '/etc/subgid'] */
+  readonly subordinateIdFiles?: readonly string[];
+}
+
+const SUBORDINATE_ID_FILES = ['/etc/subuid', '/etc/subgid'] as const;
+
+async function readSubordinateIds(files: readonly string[]): Promise<SubordinateRange[]> {
+  const out: SubordinateRange[] = [];
+  for (const file of files) {
+    try {
+      out.push(...parseSubordinateIds(await readFile(file, 'utf8')));
+    } catch (error) {
+      if (!isErrno(error, 'ENOENT')) {
+        throw new GraderError('SETUP_FAILED', `cannot read ${file}: ${String(error)}`, { cause: error });
+      }
+    }
+  }
+  return out;
 }
 
 /** Default grader uid range: far above any system or human uid, below 2^32 - 2. */
-export const GRADER_UID_RANGE = Object.freeze({ first: 3_700_000_000, count: 100_000_000 });
+/**
+ * Default grader uids: below 2^31 - 1, so outside the subordinate range podman recommends
+ * (`containers:2147483647:2147483648`), and below the student sandbox's range (2,000,000,000+).
+ */
+export const GRADER_UID_RANGE = Object.freeze({ first: 1_900_000_000, count: 100_000_000 });
 
 /** True when any process has `uid` as its real, effective, saved or filesystem uid. */
 async function uidInUse(uid: number): Promise<boolean> {
@@ -43,7 +66,8 @@ async function uidInUse(uid: number): Promise<boolean> {
 /**
  * Allocate a uid nobody uses: a random uid in the range whose lock entry `mkdir` creates
  * exclusively (so two graders, even in two processes, never share one), with no live process.
- * The uid has no passwd entry, no groups and no subuid range; its gid is the same number.
+ * The uid has no passwd entry, no groups, and owns or lies in no subordinate id range
+ * (/etc/subuid, /etc/subgid); its gid is the same number.
  */
 export async function allocateGraderIdentity(options: AllocateIdentityOptions): Promise<GraderIdentity> {
   try {
@@ -53,8 +77,11 @@ export async function allocateGraderIdentity(options: AllocateIdentityOptions): 
       cause: error,
     });
   }
+  const subordinate = await readSubordinateIds(options.subordinateIdFiles ?? SUBORDINATE_ID_FILES);
   for (let attempt = 0; attempt < 32; attempt += 1) {
     const uid = options.first + randomInt(options.count);
+    // A uid that owns or lies in a subordinate range could be become by someone else.
+    if (hasSubordinateConflict(uid, subordinate)) continue;
     const lock = path.join(options.lockDir, String(uid));
     try {
       // mkdir is atomic: exactly one allocator wins a given uid.

@@ -46,6 +46,23 @@ function hostFreeBytes(dir: string): number {
   return stat.bavail * stat.bsize;
 }
 
+/**
+ * A quota for a fresh test uid whose image lives on a private 48 MiB tmpfs that nothing else on
+ * the machine writes to, so that tmpfs's free space and inodes are an exact measure of what
+ * the student took from "the host". Everything is removed by the test's cleanups.
+ */
+async function quotaOnPrivateHost(label: string, limits: { bytes: number; inodes: number; pollMs: number }) {
+  const uid = testUid();
+  cleanups.push(() => killUid(uid));
+  const host = tmpfsDir(label, 'size=48m,mode=0711');
+  cleanups.push(host.cleanup);
+  const created = await createQuota({ imageDir: host.dir, ownerUid: uid, ...limits });
+  cleanups.push(async () => {
+    await created.remove();
+  });
+  return { uid, host, created };
+}
+
 describe('disk quotas', () => {
   it('creates a preallocated, mounted ext4 quota owned by the student, and removes it completely', async () => {
     const uid = testUid();
@@ -83,21 +100,10 @@ describe('disk quotas', () => {
   });
 
   it('stops a disk fill at the quota with ENOSPC while the host free space is untouched', async () => {
-    const uid = testUid();
-    cleanups.push(() => killUid(uid));
-    // The image lives on a private 48 MiB tmpfs that nothing else on the machine writes to, so
-    // its free space is an exact measure of what the fill took from "the host".
-    const host = tmpfsDir('limits-host', 'size=48m,mode=0711');
-    cleanups.push(host.cleanup);
-    const created = await createQuota({
-      imageDir: host.dir,
+    const { uid, host, created } = await quotaOnPrivateHost('limits-host', {
       bytes: 32 * MiB,
       inodes: 512,
-      ownerUid: uid,
       pollMs: 20,
-    });
-    cleanups.push(async () => {
-      await created.remove();
     });
     const imageBlocks = fs.statSync(created.image).blocks;
     expect(imageBlocks * 512).toBeGreaterThanOrEqual(32 * MiB);
@@ -123,20 +129,10 @@ describe('disk quotas', () => {
   });
 
   it('stops an inode flood at the quota with ENOSPC while the host free space and inodes are untouched', async () => {
-    const uid = testUid();
-    cleanups.push(() => killUid(uid));
-    // As for the disk fill: the image lives on a private tmpfs nothing else writes to.
-    const host = tmpfsDir('limits-host-inodes', 'size=48m,mode=0711');
-    cleanups.push(host.cleanup);
-    const created = await createQuota({
-      imageDir: host.dir,
+    const { uid, host, created } = await quotaOnPrivateHost('limits-host-inodes', {
       bytes: 16 * MiB,
       inodes: 256,
-      ownerUid: uid,
       pollMs: 0,
-    });
-    cleanups.push(async () => {
-      await created.remove();
     });
     const hostBefore = { bytes: hostFreeBytes(host.dir), inodes: fs.statfsSync(host.dir).ffree };
     const run = await runBounded(

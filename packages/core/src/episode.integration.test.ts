@@ -24,6 +24,15 @@ function outDir(): string {
   return dir;
 }
 
+/** A submitted file's trimmed text, or '' when it is missing (a judge's view of it). */
+function read(dir: string | null, name: string): string {
+  try {
+    return fs.readFileSync(path.join(dir ?? '/nonexistent', name), 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
 function bash(command: string, id = 'call_0'): AssistantMessage {
   return {
     role: 'assistant',
@@ -130,13 +139,6 @@ describe('multi-step tasks defined in code', () => {
   it('keeps the working directory between steps, restarts the shell after the reap, and grades each step', async () => {
     const { createFunctionJudge, createRegexJudge } = await import('@karotte/grader');
     const { defineTask } = await import('./define-task.js');
-    const read = (dir: string | null, name: string): string => {
-      try {
-        return fs.readFileSync(path.join(dir ?? '/nonexistent', name), 'utf8').trim();
-      } catch {
-        return '';
-      }
-    };
     const task = defineTask({
       id: 'two-steps',
       limits: { pids: 128, diskBytes: 16 * 1024 * 1024, memoryBytes: 256 * 1024 * 1024 },
@@ -190,14 +192,6 @@ describe('multi-step tasks defined in code', () => {
 });
 
 describe('faults and limits outside the student', () => {
-  const read = (dir: string | null, name: string): string => {
-    try {
-      return fs.readFileSync(path.join(dir ?? '/nonexistent', name), 'utf8').trim();
-    } catch {
-      return '';
-    }
-  };
-
   async function twoSteps() {
     const { createFunctionJudge } = await import('@karotte/grader');
     const { defineTask } = await import('./define-task.js');

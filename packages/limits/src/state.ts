@@ -181,7 +181,7 @@ export function readRecords<T>(dir: string, schema: z.ZodType<T>): FoundRecord<T
     } catch {
       continue;
     }
-    let record: T | null = null;
+    let record: T | null;
     try {
       // eslint-disable-next-line no-restricted-syntax -- our own record in a directory only we can write; validated by the schema below
       const parsed = schema.safeParse(JSON.parse(text));

@@ -97,7 +97,7 @@ export async function reapBestEffort(
   // caller is not taken for a descendant.
   const tracked = new Map<number, number>(root === undefined ? [] : [[pid, root.startTime]]);
   let passes = 0;
-  let survivors: RecordedProcess[] = [];
+  let survivors: RecordedProcess[];
   for (;;) {
     passes += 1;
     const { processes } = walkAll();

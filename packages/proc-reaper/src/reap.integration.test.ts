@@ -404,7 +404,7 @@ describe('reap() details', () => {
     // The loop's short-lived `sleep`s can exit between the listing and the read: a pid that
     // vanished is not the init.
     const init = pidsOfUid(ctx.uid).find((pid) => {
-      let status = '';
+      let status: string;
       try {
         status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
       } catch {

@@ -64,7 +64,7 @@ function lockPath(stateDir: string, uid: number): string {
 function accountIds(): Set<number> {
   const ids = new Set<number>();
   for (const file of ['/etc/passwd', '/etc/group']) {
-    let text = '';
+    let text: string;
     try {
       text = readFileSync(file, 'utf8');
     } catch {

@@ -92,7 +92,7 @@ export function hostAddresses(): NetworkTarget[] {
 
 /** Name servers of the host's resolv.conf (DNS to the outside must fail too). */
 export function dnsServers(): NetworkTarget[] {
-  let text = '';
+  let text: string;
   try {
     text = readFileSync('/etc/resolv.conf', 'utf8');
   } catch {

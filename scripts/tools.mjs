@@ -198,11 +198,13 @@ export function pnpmPath({ install = false } = {}) {
 }
 
 /**
- * The environment for every child process: PATH starts with the directory of the node that
- * runs the project and with the pinned pnpm, so nothing depends on the user's PATH.
+ * The environment for every child process: PATH starts with the pinned pnpm and the directory
+ * of the node that runs the project, so nothing depends on the user's PATH.
  */
 export function toolEnv(node = projectNodeOrSelf(), base = process.env) {
-  const prefix = [path.dirname(node), pnpmBinDir];
+  // pnpm's directory first: it holds only pnpm, and a node directory such as /usr/bin may also
+  // hold a pnpm installed by hand, which must not win over the pinned one.
+  const prefix = [pnpmBinDir, path.dirname(node)];
   const rest = (base.PATH ?? '').split(':').filter((entry) => entry !== '' && !prefix.includes(entry));
   return { ...base, PATH: [...prefix, ...rest].join(':') };
 }

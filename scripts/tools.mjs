@@ -130,7 +130,8 @@ function installTool(tool, target, check) {
       // `npm install` against the copied lockfile, not `npm ci`: npm 11's `ci` rejects a lockfile
       // that (as npm itself writes it) lacks other platforms' optional packages.
       ['install', '--no-audit', '--no-fund', '--loglevel=error', '--omit=dev'],
-      { cwd: staging, stdio: ['ignore', 'inherit', 'inherit'], env: toolEnv() },
+      // npm's progress goes to stderr: a caller may read this process's stdout.
+      { cwd: staging, stdio: ['ignore', 2, 2], env: toolEnv() },
     );
     if (result.status !== 0) {
       throw new Error(`npm install of tools/${tool} failed (${result.status ?? result.signal})`);

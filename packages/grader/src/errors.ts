@@ -9,7 +9,11 @@ import type { ErrorKind } from '@karotte/base';
 export const GRADER_ERROR_CODES = [
   /** The grader program (or its interpreter) does not exist or is not a regular file. */
   'GRADER_NOT_FOUND',
-  /** The interpreter is not root-owned, or a directory on its path is writable by others. */
+  /**
+   * The interpreter (or its resolved target) is not a system install: not root-owned, a
+   * directory on its path writable by group or others, hidden (`~/.nvm`), or out of the
+   * grader uid's reach (see `checkGraderInterpreter`).
+   */
   'UNTRUSTED_INTERPRETER',
   /** The host cannot give the confinement the judge requires (root, cgroups, namespaces). */
   'CONFINEMENT_UNAVAILABLE',

@@ -35,6 +35,31 @@ export interface Judge {
   readonly name: string;
   /** Evaluate. Failures on the submission are `failed` reports; host faults are `error` reports. */
   evaluate(context: JudgeContext): Promise<JudgeReport>;
+  /**
+   * Optional: check, before an episode starts, what this judge needs from the host (the
+   * executable judge: its program and its interpreter). Throws the {@link GraderError} that
+   * `evaluate` would end in as an `error` report, so a caller can refuse an episode up front
+   * instead of running it to an end that cannot be graded. Composites check every child.
+   */
+  preflight?(): Promise<void>;
+}
+
+/**
+ * Run `judge.preflight()` when the judge has one (see {@link Judge.preflight}).
+ *
+ * @throws GraderError with the code the judge would end in (`UNTRUSTED_INTERPRETER`,
+ *   `GRADER_NOT_FOUND`, ...); a foreign error is wrapped as `INTERNAL`.
+ */
+export async function preflightJudge(judge: Judge): Promise<void> {
+  if (typeof judge.preflight !== 'function') return;
+  try {
+    await judge.preflight();
+  } catch (error) {
+    if (KarotteError.isInstance(error)) throw error;
+    throw new GraderError('INTERNAL', `preflight of judge ${judge.name} failed: ${String(error)}`, {
+      cause: error,
+    });
+  }
 }
 
 /** The confinement of judges that run inside the harness process. */

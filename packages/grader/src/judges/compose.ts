@@ -1,5 +1,5 @@
 import { BadArgumentError } from '@karotte/base';
-import { childPath, elapsed, evaluateJudge } from '../judge.js';
+import { childPath, elapsed, evaluateJudge, preflightJudge } from '../judge.js';
 import type { Judge, JudgeContext } from '../judge.js';
 import type { Confinement, JudgeKind, JudgeReport } from '../verdict.js';
 
@@ -34,6 +34,11 @@ export function weakestConfinement(reports: readonly JudgeReport[]): Confinement
       weakest = report.confinement;
   }
   return weakest;
+}
+
+/** Every child's preflight, in order (the first refusal is thrown). */
+async function preflightAll(judges: readonly Judge[]): Promise<void> {
+  for (const judge of judges) await preflightJudge(judge);
 }
 
 function checkJudges(judges: readonly unknown[], field: string): asserts judges is readonly Judge[] {
@@ -103,6 +108,7 @@ export function allOf(judges: readonly Judge[], options: CompositeOptions = {}):
   return {
     kind: 'all',
     name,
+    preflight: () => preflightAll(judges),
     evaluate: (context) =>
       runComposite(
         'all',
@@ -126,6 +132,7 @@ export function anyOf(judges: readonly Judge[], options: CompositeOptions = {}):
   return {
     kind: 'any',
     name,
+    preflight: () => preflightAll(judges),
     evaluate: (context) =>
       runComposite(
         'any',
@@ -162,6 +169,7 @@ export function weighted(entries: readonly WeightedJudge[], options: CompositeOp
   return {
     kind: 'weighted',
     name,
+    preflight: () => preflightAll(entries.map((e) => e.judge)),
     evaluate: (context) =>
       runComposite(
         'weighted',

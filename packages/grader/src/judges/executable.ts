@@ -7,7 +7,6 @@ import {
   escapeForDisplay,
   GiB,
   KiB,
-  KarotteError,
   MiB,
   parseOptions,
   resolveTrustedBinary,
@@ -25,15 +24,13 @@ import type { GraderIdentity } from '../runner/identity.js';
 import { launch } from '../runner/launch.js';
 import type { LaunchResult, SandboxBinaries } from '../runner/launch.js';
 import { isWithin, runTrusted } from '../runner/mounts.js';
+import { assertTrustedInterpreter, SCRATCH_DIRS } from './interpreter.js';
 import { maxScoreFileBytes, readScoreFile, scoreLimitsSchema } from '../score.js';
 import type { Confinement, JudgeReport, LimitHit } from '../verdict.js';
 
 /** Environment variable names a caller may never set for a grader (loader and interpreter hooks). */
 const FORBIDDEN_ENV =
   /^(LD_.*|NODE_OPTIONS|NODE_PATH|NODE_EXTRA_CA_CERTS|PYTHON.*|PERL5?LIB|PERL5OPT|RUBYOPT|RUBYLIB|BASH_ENV|ENV|IFS|GCONV_PATH|LOCPATH|HOSTALIASES|MALLOC_.*|GLIBC_TUNABLES|TMPDIR|HOME|PATH|KAROTTE_.*)$/;
-
-/** The world-writable scratch places that get a private tmpfs in the grader's namespace. */
-const SCRATCH_DIRS = ['/tmp', '/var/tmp', '/dev/shm'] as const;
 
 /** The PATH a grader sees: root-owned system directories only. */
 const GRADER_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -43,8 +40,13 @@ export const executableJudgeOptionsSchema = z
     /** Absolute path of the grader program (a JavaScript module for the default interpreter). */
     program: z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path'),
     /**
-     * Absolute path of the interpreter, root-owned with no group- or world-writable directory on
-     * its path. Never looked up on PATH.
+     * Absolute path of the interpreter. Never looked up on PATH. It must be a system install
+     * (see `checkGraderInterpreter`): the path and its resolved target root-owned and
+     * not group/other-writable along every ancestor directory, in no hidden directory (no
+     * `~/.nvm`, `~/.pyenv`), and for `sandbox` reachable by the grader's fresh uid and not in
+     * `/tmp`. The default, the harness's own Node.js, is held to the same rule: run the harness
+     * on a Node.js installed by root in a system directory (`/usr/bin`, `/usr/local`, `/opt`).
+     * The judge's `preflight()` checks it before an episode starts.
      * @default process.execPath (the harness's own Node.js)
      */
     interpreter: z
@@ -188,6 +190,12 @@ export function createExecutableJudge(options: ExecutableJudgeOptions): Judge {
     kind: 'executable',
     name,
     evaluate: (context) => runExecutable(resolved, workDir, name, context),
+    // The same checks as the start of every evaluation, for a caller that wants to refuse an
+    // episode before it runs rather than learn at its end that it cannot be graded.
+    preflight: async () => {
+      await checkProgram(resolved.program);
+      await assertTrustedInterpreter(resolved.interpreter ?? process.execPath, resolved.isolation);
+    },
   };
 }
 
@@ -214,44 +222,6 @@ function confinementOf(resolved: Resolved, uid: number | null): Confinement {
     output: 'prevented',
     networkIsolated: false,
   };
-}
-
-/** Host faults found before anything runs, as a GraderError. */
-async function checkInterpreter(interpreter: string, forOthers: boolean): Promise<void> {
-  try {
-    resolveTrustedBinary(path.basename(interpreter), { dirs: [path.dirname(interpreter)] });
-  } catch (error) {
-    const code =
-      KarotteError.isInstance(error) && error.code === 'BINARY_NOT_FOUND'
-        ? 'GRADER_NOT_FOUND'
-        : 'UNTRUSTED_INTERPRETER';
-    throw new GraderError(
-      code,
-      `interpreter ${interpreter}: ${error instanceof Error ? error.message : String(error)}`,
-      {
-        cause: error,
-      },
-    );
-  }
-  if (!forOthers) return;
-  // The grader's fresh uid is "others" everywhere: it must be able to reach and run the
-  // interpreter, or every grade would fail for a reason that is the host's, not the student's.
-  let dir = path.dirname(interpreter);
-  for (;;) {
-    const stats = await stat(dir);
-    if ((stats.mode & 0o001) === 0) {
-      throw new GraderError(
-        'UNTRUSTED_INTERPRETER',
-        `${dir} is not searchable by others: the grader's uid cannot reach ${interpreter}`,
-      );
-    }
-    if (dir === '/') break;
-    dir = path.dirname(dir);
-  }
-  const file = await stat(interpreter);
-  if ((file.mode & 0o005) !== 0o005) {
-    throw new GraderError('UNTRUSTED_INTERPRETER', `${interpreter} is not readable and executable by others`);
-  }
 }
 
 async function checkProgram(program: string): Promise<void> {
@@ -327,7 +297,7 @@ async function runExecutable(
       );
     }
     await checkProgram(resolved.program);
-    await checkInterpreter(interpreter, sandboxed);
+    await assertTrustedInterpreter(interpreter, resolved.isolation);
     if (sandboxed) binaries = resolveBinaries();
     await prepareWorkDir(workDir, sandboxed);
 
@@ -436,11 +406,16 @@ async function runExecutable(
       // where the grader's own inputs live (a work directory configured under /srv, say).
       // /home too: the grader's HOME is a tmpfs in its own work directory, and users' home
       // directories (a checkout under /home/<user>) are no business of a grader.
-      const needed = await Promise.all(
-        [submissionDir, hiddenDir, programCopy, interpreter, scoreFile, home].map((p) =>
-          realpath(p).catch(() => p),
-        ),
-      );
+      // The interpreter twice: the grader starts the path as given (a link) and the kernel
+      // then opens its target; neither may be covered.
+      const needed = [
+        interpreter,
+        ...(await Promise.all(
+          [submissionDir, hiddenDir, programCopy, interpreter, scoreFile, home].map((p) =>
+            realpath(p).catch(() => p),
+          ),
+        )),
+      ];
       for (const dir of [...hostViewHidden('system'), '/home']) {
         if (SCRATCH_DIRS.includes(dir as (typeof SCRATCH_DIRS)[number])) continue;
         if (needed.some((p) => p === dir || p.startsWith(`${dir}/`))) continue;

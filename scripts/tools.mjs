@@ -256,6 +256,42 @@ export function reexecOnSupportedNode({ install = false } = {}) {
   return new Promise(() => {});
 }
 
+/** The directories system binaries are resolved from: @karotte/base's TRUSTED_BINARY_DIRS (a test keeps them equal). */
+export const TRUSTED_BINARY_DIRS = [
+  '/usr/local/sbin',
+  '/usr/local/bin',
+  '/usr/sbin',
+  '/usr/bin',
+  '/sbin',
+  '/bin',
+];
+
+/** The system programs episodes need, and the Debian package of each. */
+export const SYSTEM_PREREQUISITES = [
+  ['unshare', 'util-linux'],
+  ['setpriv', 'util-linux'],
+  ['nsenter', 'util-linux'],
+  ['prlimit', 'util-linux'],
+  ['mount', 'mount'],
+  ['umount', 'mount'],
+  ['fallocate', 'util-linux'],
+  ['ipcrm', 'util-linux'],
+  ['ip', 'iproute2'],
+  ['mkfs.ext4', 'e2fsprogs'],
+  ['bash', 'bash'],
+  ['sh', 'dash'],
+  ['find', 'findutils'],
+  ['sed', 'sed'],
+  ['cat', 'coreutils'],
+];
+
+/** The prerequisites missing from the trusted directories, as `[program, package]` pairs. */
+export function missingPrerequisites(dirs = TRUSTED_BINARY_DIRS) {
+  return SYSTEM_PREREQUISITES.filter(
+    ([program]) => !dirs.some((dir) => fs.existsSync(path.join(dir, program))),
+  );
+}
+
 /** Run a command from the repository root with the tool environment; exit on failure. */
 export function run(command, args, options = {}) {
   log(`$ ${[path.basename(command), ...args].join(' ')}`);

@@ -104,3 +104,27 @@ describe.skipIf(reason !== '')('reexecOnSupportedNode', () => {
     }
   });
 });
+
+describe('prerequisites', () => {
+  const { TRUSTED_BINARY_DIRS, missingPrerequisites } = tools as {
+    TRUSTED_BINARY_DIRS: string[];
+    missingPrerequisites: (dirs?: string[]) => [string, string][];
+  };
+
+  it('looks in the same directories as @karotte/base', async () => {
+    const base = await import('../packages/base/src/trusted-binary.js');
+    expect(TRUSTED_BINARY_DIRS).toEqual([...base.TRUSTED_BINARY_DIRS]);
+  });
+
+  it('names each missing program with its Debian package', () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-prereq-'));
+    try {
+      const missing = missingPrerequisites([empty]);
+      expect(missing).toContainEqual(['setpriv', 'util-linux']);
+      expect(missing).toContainEqual(['ip', 'iproute2']);
+      expect(missing).toContainEqual(['mkfs.ext4', 'e2fsprogs']);
+    } finally {
+      fs.rmSync(empty, { recursive: true, force: true });
+    }
+  });
+});

@@ -3,6 +3,7 @@ import { createMisbehavior, escapeForDisplay, KarotteError, type MisbehaviorReco
 import {
   collectAndGrade,
   createExecutableJudge,
+  preflightJudge,
   type Judge,
   type LimitHit,
   type Verdict,
@@ -72,9 +73,59 @@ export interface EpisodeOptions {
   readonly maxTurns?: number;
   /** Cancels the episode; teardown still runs and the result is `error` (`ABORTED`). */
   readonly abortSignal?: AbortSignal;
-  /** Judge of a step; by default the step's grader script through an executable judge. */
+  /**
+   * Judge of a step; by default the step's grader script through an executable judge. Called
+   * once per step, in `start()`, before the sandbox exists: each judge's preflight runs then.
+   */
   readonly judgeFor?: (step: TaskStep, index: number) => Judge;
+  /**
+   * Told what the episode is doing as it happens (for a progress display). Called
+   * synchronously; what it throws is ignored: it never changes the episode.
+   */
+  readonly onProgress?: (event: EpisodeProgress) => void;
 }
+
+/** What {@link EpisodeOptions.onProgress} is told, in order. */
+export type EpisodeProgress =
+  | {
+      /** Every step's judge passed its preflight (interpreter, program): the sandbox is next. */
+      readonly type: 'judges_checked';
+      readonly steps: number;
+    }
+  | { readonly type: 'sandbox_ready'; readonly uid: number; readonly durationMs: number }
+  | {
+      readonly type: 'tool_call';
+      readonly step: number;
+      readonly toolCallId: string;
+      readonly name: string;
+      /** The bash command, or null when the call is not a well-formed bash call. */
+      readonly command: string | null;
+    }
+  | {
+      readonly type: 'tool_result';
+      readonly step: number;
+      readonly toolCallId: string;
+      readonly exitCode: number | null;
+      readonly timedOut: boolean;
+      readonly durationMs: number;
+      /** Why the call did not run, or what happened to it (a refusal, a restarted shell). */
+      readonly note: string | null;
+    }
+  | {
+      /** Collect-then-grade begins: reap, reclaim, custody of these paths, then the judge. */
+      readonly type: 'collect';
+      readonly step: number;
+      readonly submission: readonly string[];
+    }
+  | {
+      readonly type: 'graded';
+      readonly step: number;
+      readonly status: Verdict['status'];
+      readonly score: number;
+      /** Collecting (reap, reclaim, custody) and judging, in milliseconds. */
+      readonly collectMs: number;
+      readonly judgeMs: number | null;
+    };
 
 /** One step's outcome. */
 export interface StepOutcome {
@@ -130,6 +181,8 @@ export class Episode {
   private readonly misbehavior: MisbehaviorRecord[] = [];
   /** Content of the last assistant message of the current step (the judge's final answer). */
   private finalAnswer: string | null = null;
+  /** Each step's judge, made once in `start()` (and preflighted there). */
+  private readonly judges: Judge[] = [];
 
   constructor(
     readonly task: Task,
@@ -208,12 +261,23 @@ export class Episode {
       agent: this.options.agentName ?? 'external',
       limits: this.task.limits,
     });
+    // Before the sandbox exists: a judge that cannot run on this host (an interpreter in /tmp
+    // or ~/.nvm, a missing grader) would only say so after the whole episode. That is the
+    // host's fault, never the student's: status error with the judge's code, nothing run.
+    try {
+      for (const [index, step] of this.task.steps.entries()) await preflightJudge(this.judgeOf(step, index));
+    } catch (error) {
+      await this.recordFault(error, 'grader');
+      throw error;
+    }
+    this.progress({ type: 'judges_checked', steps: this.task.steps.length });
     const wallTimeMs = this.task.limits.wallTimeMs ?? DEFAULT_EPISODE_WALL_TIME_MS;
     this.wallTimer = setTimeout(() => {
       this.wallTimeExceeded = true;
       this.controller.abort();
     }, wallTimeMs);
     this.wallTimer.unref();
+    const worldStarted = Date.now();
     try {
       this.world = await this.options.createWorld({
         task: this.task,
@@ -227,6 +291,7 @@ export class Episode {
       throw error;
     }
     await this.transcript.append('network_checked', { uid: this.world.uid, network: this.world.network });
+    this.progress({ type: 'sandbox_ready', uid: this.world.uid, durationMs: Date.now() - worldStarted });
     this.conversation.push({
       role: 'system',
       content:
@@ -285,6 +350,14 @@ export class Episode {
   private async runTool(call: ToolCall): Promise<ToolObservation> {
     const started = Date.now();
     await this.transcript!.append('tool_call', { step: this.stepIndex, toolCall: call });
+    const args = call.function.name === 'bash' ? parseArguments(call.function.arguments) : undefined;
+    this.progress({
+      type: 'tool_call',
+      step: this.stepIndex,
+      toolCallId: call.id,
+      name: call.function.name,
+      command: args?.command ?? null,
+    });
     let observation: ToolObservation;
     if (this.controller.signal.aborted) {
       observation = refusal(
@@ -299,7 +372,6 @@ export class Episode {
         started,
       );
     } else {
-      const args = parseArguments(call.function.arguments);
       if (args === undefined) {
         observation = refusal(
           call,
@@ -341,6 +413,15 @@ export class Episode {
       }
     }
     await this.transcript!.append('tool_result', { step: this.stepIndex, result: observation });
+    this.progress({
+      type: 'tool_result',
+      step: this.stepIndex,
+      toolCallId: call.id,
+      exitCode: observation.exitCode,
+      timedOut: observation.timedOut,
+      durationMs: observation.durationMs,
+      note: observation.note ?? null,
+    });
     return observation;
   }
 
@@ -367,7 +448,8 @@ export class Episode {
         ),
       );
     }
-    const judge = this.options.judgeFor?.(step, index) ?? step.judge ?? defaultJudge(step);
+    const judge = this.judgeOf(step, index);
+    this.progress({ type: 'collect', step: index, submission: step.submission });
     let verdict: Verdict;
     try {
       verdict = await collectAndGrade({
@@ -386,6 +468,15 @@ export class Episode {
       await this.recordFault(error, 'grading');
       throw error;
     }
+    const timings = verdict.timings;
+    this.progress({
+      type: 'graded',
+      step: index,
+      status: verdict.status,
+      score: verdict.score,
+      collectMs: Math.round((timings.reapMs ?? 0) + (timings.reclaimMs ?? 0) + (timings.custodyMs ?? 0)),
+      judgeMs: timings.judgeMs === null ? null : Math.round(timings.judgeMs),
+    });
     const t = this.transcript!;
     if (verdict.reap !== null) await t.append('reaped', { step: index, reap: verdict.reap });
     if (verdict.custody !== null) await t.append('custody', { step: index, custody: verdict.custody });
@@ -490,6 +581,20 @@ export class Episode {
       steps: this.outcomes,
       error,
     };
+  }
+
+  /** The step's judge, made once (the caller's `judgeFor`, the step's own, or its grader script). */
+  private judgeOf(step: TaskStep, index: number): Judge {
+    this.judges[index] ??= this.options.judgeFor?.(step, index) ?? step.judge ?? defaultJudge(step);
+    return this.judges[index];
+  }
+
+  private progress(event: EpisodeProgress): void {
+    try {
+      this.options.onProgress?.(event);
+    } catch {
+      // A progress display that fails changes nothing about the episode.
+    }
   }
 
   private requireRunning(): void {

@@ -30,11 +30,20 @@ export type { Agent } from './agent.js';
 export { Transcript, TRANSCRIPT_EVENT_TYPES, writeResultFile } from './transcript.js';
 export type { TranscriptEvent, TranscriptEventType } from './transcript.js';
 export { Episode, createEpisode, runEpisode, EPISODE_TOOLS } from './episode.js';
-export type { EpisodeOptions, EpisodeResult, StepOutcome, WorldSpec, WorldFactory } from './episode.js';
+export type {
+  EpisodeOptions,
+  EpisodeProgress,
+  EpisodeResult,
+  StepOutcome,
+  WorldSpec,
+  WorldFactory,
+} from './episode.js';
 export type { StudentWorld, ShellOutcome } from './world.js';
 export { createSandboxWorld } from './sandbox-world.js';
 export type { SandboxWorldOptions } from './sandbox-world.js';
-export { checkHost } from '@karotte/sandbox';
+export { checkHost } from './check.js';
 export type { HostCheck, DefenseReport } from '@karotte/sandbox';
+export { checkGraderInterpreter } from '@karotte/grader';
+export type { GraderInterpreterCheck } from '@karotte/grader';
 export { recoverLeftovers } from './recover.js';
 export type { LeftoverReport } from './recover.js';

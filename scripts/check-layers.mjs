@@ -40,9 +40,21 @@ function* sourceFiles(dir) {
 const IMPORT_RE =
   /(?:import|export)\s[^'"`]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|import\s+['"]([^'"]+)['"]/g;
 
+/**
+ * The Karotte package a dependency or import specifier names (`@karotte/<name>`, or a package of
+ * the table without the scope, such as the app `karotte`), with the rest of the path; else null.
+ */
+function karottePackage(spec, names) {
+  const parts = spec.split('/');
+  if (spec.startsWith('@karotte/')) return { target: parts.slice(0, 2).join('/'), rest: parts.slice(2) };
+  if (names.has(parts[0])) return { target: parts[0], rest: parts.slice(1) };
+  return null;
+}
+
 /** Return every layering violation under `root` as a human-readable line. */
 export function checkLayers(root) {
   const layers = readLayers(root);
+  const names = new Set(Object.keys(layers));
   const violations = [];
   for (const { dir, manifest } of listPackages(root)) {
     const name = manifest.name;
@@ -54,7 +66,7 @@ export function checkLayers(root) {
     const allowed = new Set(layers[name]);
     const deps = { ...manifest.dependencies, ...manifest.peerDependencies, ...manifest.optionalDependencies };
     for (const dep of Object.keys(deps)) {
-      if (dep.startsWith('@karotte/') && !allowed.has(dep)) {
+      if (karottePackage(dep, names)?.rest.length === 0 && !allowed.has(dep)) {
         violations.push(`${rel}/package.json: ${name} may not depend on ${dep}`);
       }
     }
@@ -63,10 +75,10 @@ export function checkLayers(root) {
       for (const m of text.matchAll(IMPORT_RE)) {
         const spec = m[1] ?? m[2] ?? m[3];
         const where = path.relative(root, file);
-        if (spec.startsWith('@karotte/')) {
-          const parts = spec.split('/');
-          const target = parts.slice(0, 2).join('/');
-          if (parts.length > 2 && parts[2] !== 'package.json') {
+        const named = karottePackage(spec, names);
+        if (named !== null) {
+          const { target, rest } = named;
+          if (rest.length > 0 && !(rest.length === 1 && rest[0] === 'package.json')) {
             violations.push(`${where}: deep import ${spec} (use the public entry point ${target})`);
           }
           if (target === name) violations.push(`${where}: imports its own package ${target} by name`);

@@ -55,6 +55,17 @@ describe('check-layers', () => {
     ]);
   });
 
+  it('fails when a primitive depends on or imports the app (the unscoped package karotte)', () => {
+    const root = fixture({
+      'packages/grader/package.json': manifest('@karotte/grader', { karotte: 'workspace:^' }),
+      'packages/grader/src/index.ts': "import { main } from 'karotte';\nimport 'karotte-unrelated';\n",
+    });
+    expect(checkLayers(root).sort()).toEqual([
+      'packages/grader/package.json: @karotte/grader may not depend on karotte',
+      'packages/grader/src/index.ts: @karotte/grader may not import karotte',
+    ]);
+  });
+
   it('fails on a package missing from the table', () => {
     const root = fixture({ 'packages/rogue/package.json': manifest('@karotte/rogue') });
     expect(checkLayers(root)).toEqual([

@@ -212,7 +212,9 @@ describe('check-docs on this repository', () => {
   it('finds the repository documentation it is meant to check', () => {
     const root = path.resolve(import.meta.dirname, '..');
     const files = markdownFiles(root);
-    expect(files).toEqual(expect.arrayContaining(['README.md', 'docs/contract.md', 'docs/task-authoring.md']));
+    expect(files).toEqual(
+      expect.arrayContaining(['README.md', 'docs/contract.md', 'docs/task-authoring.md']),
+    );
     expect(checkDocs(root, { ci: false }).links).toBeGreaterThan(0);
   });
 });

@@ -240,7 +240,8 @@ function line(status, check, name, detail) {
 
 function indent(text, limit = 40) {
   const lines = text.replace(/\n$/, '').split('\n');
-  const shown = lines.length > limit ? [...lines.slice(0, limit), `… ${lines.length - limit} more lines`] : lines;
+  const shown =
+    lines.length > limit ? [...lines.slice(0, limit), `… ${lines.length - limit} more lines`] : lines;
   return shown.map((l) => `       | ${l}`).join('\n');
 }
 
@@ -266,7 +267,10 @@ function pnpmCommand() {
 
 /** Children get this node and the pinned pnpm first on PATH, so `#!/usr/bin/env node` is this node. */
 function childEnv(extra = {}) {
-  const prefix = [path.dirname(process.execPath), path.join(repoRoot, '.tools', 'pnpm', 'node_modules', '.bin')];
+  const prefix = [
+    path.dirname(process.execPath),
+    path.join(repoRoot, '.tools', 'pnpm', 'node_modules', '.bin'),
+  ];
   const rest = (process.env.PATH ?? '').split(':').filter((entry) => entry !== '' && !prefix.includes(entry));
   return { ...process.env, PATH: [...prefix, ...rest].join(':'), ...extra };
 }
@@ -328,7 +332,8 @@ function manifestTargets(manifest) {
   };
   walk(manifest.exports);
   walk(manifest.bin);
-  for (const field of ['main', 'types', 'module']) if (typeof manifest[field] === 'string') targets.add(manifest[field]);
+  for (const field of ['main', 'types', 'module'])
+    if (typeof manifest[field] === 'string') targets.add(manifest[field]);
   return [...targets].filter((target) => !target.includes('*'));
 }
 
@@ -405,7 +410,9 @@ function consumerSource(kind, exportsByName) {
     }
     if (types.length > 0) {
       // Unused type imports are no error: each must still resolve to an export of the package.
-      lines.push(`import type { ${types.map((type) => `${type} as t${i}_${type}`).join(', ')} } from ${JSON.stringify(name)};`);
+      lines.push(
+        `import type { ${types.map((type) => `${type} as t${i}_${type}`).join(', ')} } from ${JSON.stringify(name)};`,
+      );
     }
     if (kind === 'cjs') {
       lines.push(`import ns${i} = require(${JSON.stringify(name)});`);
@@ -442,7 +449,9 @@ const STRICT = {
  * to the project; errors of no file under `(project)`) and the raw result.
  */
 function compile(projectDir, tsc) {
-  const result = exec(process.execPath, [tsc, '-p', 'tsconfig.json', '--pretty', 'false'], { cwd: projectDir });
+  const result = exec(process.execPath, [tsc, '-p', 'tsconfig.json', '--pretty', 'false'], {
+    cwd: projectDir,
+  });
   const byFile = new Map();
   let last = '(project)';
   for (const text of `${result.stdout}${result.stderr}`.split('\n')) {
@@ -473,7 +482,9 @@ async function main() {
   const started = Date.now();
   const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
   if (!((major === 22 && minor >= 12) || major >= 24)) {
-    process.stderr.write(`check-install needs Node.js ^22.12.0 || >=24.0.0 (require(esm)), this is ${process.version}\n`);
+    process.stderr.write(
+      `check-install needs Node.js ^22.12.0 || >=24.0.0 (require(esm)), this is ${process.version}\n`,
+    );
     process.exit(1);
   }
   const packages = publishablePackages(repoRoot);
@@ -515,7 +526,9 @@ async function checkAll(packages, scratch) {
   const tarballs = [];
   for (const pkg of packages) {
     const name = pkg.manifest.name;
-    const missing = manifestTargets(pkg.manifest).filter((target) => !fs.existsSync(path.join(pkg.dir, target)));
+    const missing = manifestTargets(pkg.manifest).filter(
+      (target) => !fs.existsSync(path.join(pkg.dir, target)),
+    );
     if (missing.length > 0) {
       line('fail', 'pack', name, `missing ${missing.join(', ')}: run \`pnpm build\` first`);
       continue;
@@ -535,7 +548,14 @@ async function checkAll(packages, scratch) {
       ...JSON.parse(packed.stdout || '{}').optionalDependencies,
     }).filter(([, range]) => String(range).startsWith('workspace:'));
     if (packed.status !== 0 || ranges.length > 0) {
-      line('fail', 'pack', name, packed.status !== 0 ? failureText(packed) : `workspace ranges left: ${ranges.map(([d, r]) => `${d}@${r}`).join(', ')}`);
+      line(
+        'fail',
+        'pack',
+        name,
+        packed.status !== 0
+          ? failureText(packed)
+          : `workspace ranges left: ${ranges.map(([d, r]) => `${d}@${r}`).join(', ')}`,
+      );
       continue;
     }
     line('ok', 'pack', name, made[0]);
@@ -559,12 +579,24 @@ async function checkAll(packages, scratch) {
   const npm = npmCommand();
   const install = exec(
     npm,
-    ['install', '--no-audit', '--no-fund', '--loglevel=error', ...tarballs.map(({ tarball }) => tarball), ...toolSpecs],
+    [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      ...tarballs.map(({ tarball }) => tarball),
+      ...toolSpecs,
+    ],
     { cwd: project },
   );
   const npmVersion = exec(npm, ['--version'], { cwd: project }).stdout.trim();
   if (install.status !== 0) {
-    line('fail', 'install', `${tarballs.length} tarballs`, `npm ${npmVersion} install: ${failureText(install)}`);
+    line(
+      'fail',
+      'install',
+      `${tarballs.length} tarballs`,
+      `npm ${npmVersion} install: ${failureText(install)}`,
+    );
     return;
   }
   line(
@@ -594,10 +626,12 @@ async function checkAll(packages, scratch) {
       for (const spec of bareImports(fs.readFileSync(file, 'utf8'))) {
         if (isBuiltin(spec)) continue;
         used.add(packageOf(spec));
-        if (!declared.has(packageOf(spec))) undeclared.add(`${packageOf(spec)} (${path.relative(dir, file)})`);
+        if (!declared.has(packageOf(spec)))
+          undeclared.add(`${packageOf(spec)} (${path.relative(dir, file)})`);
       }
     }
-    if (undeclared.size > 0) line('fail', 'deps', name, `imports undeclared dependencies: ${[...undeclared].join(', ')}`);
+    if (undeclared.size > 0)
+      line('fail', 'deps', name, `imports undeclared dependencies: ${[...undeclared].join(', ')}`);
     else line('ok', 'deps', name, used.size === 0 ? 'no third-party import' : [...used].sort().join(', '));
   }
 
@@ -608,7 +642,9 @@ async function checkAll(packages, scratch) {
   });
   const typed = listed.status === 0 ? JSON.parse(listed.stdout) : {};
   if (listed.status !== 0) line('fail', 'types', 'export listing', failureText(listed));
-  const withMain = installed.filter(({ dir }) => entryPoints(readJson(path.join(dir, 'package.json'))).includes('.'));
+  const withMain = installed.filter(({ dir }) =>
+    entryPoints(readJson(path.join(dir, 'package.json'))).includes('.'),
+  );
 
   // 5. ESM import and CommonJS require of every entry point.
   const specs = [];
@@ -620,7 +656,9 @@ async function checkAll(packages, scratch) {
   writeFile(path.join(project, 'load-esm.mjs'), loaderScript('esm', specs));
   writeFile(path.join(project, 'load-cjs.cjs'), loaderScript('cjs', specs));
   for (const kind of ['esm', 'cjs']) {
-    const result = exec(process.execPath, [`load-${kind}.${kind === 'esm' ? 'mjs' : 'cjs'}`], { cwd: project });
+    const result = exec(process.execPath, [`load-${kind}.${kind === 'esm' ? 'mjs' : 'cjs'}`], {
+      cwd: project,
+    });
     if (result.status !== 0) {
       line('fail', kind, 'loader', failureText(result));
       continue;
@@ -636,7 +674,12 @@ async function checkAll(packages, scratch) {
       }
       const types = typed[spec];
       if (types === undefined) {
-        line('ok', kind, spec, `${how}: ${outcome.type}${outcome.keys.length > 0 ? `, ${outcome.keys.length} keys` : ''}`);
+        line(
+          'ok',
+          kind,
+          spec,
+          `${how}: ${outcome.type}${outcome.keys.length > 0 ? `, ${outcome.keys.length} keys` : ''}`,
+        );
         continue;
       }
       if (types.error) {
@@ -671,12 +714,16 @@ async function checkAll(packages, scratch) {
     const example = readmeExample(fs.readFileSync(readme, 'utf8'));
     if (example.error) {
       // A command-line-only package shows its commands instead; its bin is checked below.
-      if (!isLibrary && pkg.manifest.bin !== undefined) line('skip', 'example', name, `${example.error} (a bin-only package: its bin is checked instead)`);
+      if (!isLibrary && pkg.manifest.bin !== undefined)
+        line('skip', 'example', name, `${example.error} (a bin-only package: its bin is checked instead)`);
       else line('fail', 'example', name, `README.md: ${example.error}`);
       continue;
     }
     const slug = slugOf(name);
-    const file = example.lang === 'ts' ? path.join('src', 'examples', `${slug}.ts`) : path.join('examples', `${slug}.mjs`);
+    const file =
+      example.lang === 'ts'
+        ? path.join('src', 'examples', `${slug}.ts`)
+        : path.join('examples', `${slug}.mjs`);
     writeFile(path.join(project, file), example.code);
     examples.push({ name, slug, file, ...example });
   }
@@ -692,7 +739,8 @@ async function checkAll(packages, scratch) {
   ];
   const compiled = new Map();
   for (const { kind, dir, packageType } of consumers) {
-    if (kind === 'cjs') writeFile(path.join(dir, 'package.json'), `${JSON.stringify({ type: packageType })}\n`);
+    if (kind === 'cjs')
+      writeFile(path.join(dir, 'package.json'), `${JSON.stringify({ type: packageType })}\n`);
     writeFile(path.join(dir, 'src', 'consumer.ts'), consumerSource(kind, exportsByName));
     writeFile(
       path.join(dir, 'tsconfig.json'),
@@ -719,10 +767,15 @@ async function checkAll(packages, scratch) {
   // 8. Bins.
   for (const { name, dir } of installed) {
     const manifest = readJson(path.join(dir, 'package.json'));
-    const bins = typeof manifest.bin === 'string' ? { [name.split('/').pop()]: manifest.bin } : (manifest.bin ?? {});
+    const bins =
+      typeof manifest.bin === 'string' ? { [name.split('/').pop()]: manifest.bin } : (manifest.bin ?? {});
     for (const bin of Object.keys(bins)) {
-      const result = exec(path.join(project, 'node_modules', '.bin', bin), ['--help'], { cwd: project, timeout: 60_000 });
-      if (result.status === 0 && result.stdout.trim() !== '') line('ok', 'bin', `${name} ${bin}`, '--help exits 0');
+      const result = exec(path.join(project, 'node_modules', '.bin', bin), ['--help'], {
+        cwd: project,
+        timeout: 60_000,
+      });
+      if (result.status === 0 && result.stdout.trim() !== '')
+        line('ok', 'bin', `${name} ${bin}`, '--help exits 0');
       else line('fail', 'bin', `${name} ${bin}`, `--help: ${failureText(result)}`);
     }
   }
@@ -733,7 +786,13 @@ async function checkAll(packages, scratch) {
     const label = `${example.name} (README.md, ${example.lang})`;
     if (example.needsRoot && !isRoot) {
       if (inCI) line('fail', 'example', label, 'needs root, and CI=true forbids skipping it: run as root');
-      else line('skip', 'example', label, 'needs root (its output block says "as root"): run as root to include it');
+      else
+        line(
+          'skip',
+          'example',
+          label,
+          'needs root (its output block says "as root"): run as root to include it',
+        );
       continue;
     }
     if (example.lang === 'ts') {
@@ -769,7 +828,12 @@ async function checkAll(packages, scratch) {
       line('fail', 'example', label, `left behind in ${os.tmpdir()}: ${left.join(', ')} (removed now)`);
       continue;
     }
-    line('ok', 'example', label, `output matches (${ran.stdout.replace(/\n$/, '').split('\n').length} lines, ${ran.seconds} s)`);
+    line(
+      'ok',
+      'example',
+      label,
+      `output matches (${ran.stdout.replace(/\n$/, '').split('\n').length} lines, ${ran.seconds} s)`,
+    );
   }
 }
 

@@ -4,9 +4,16 @@ import { VERSION } from './version.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { UsageError } from './args.js';
 
+/** Where output goes; `isTTY` and `columns` (as process.stdout has them) size tables and lines. */
+export interface OutputStream {
+  write(chunk: string): unknown;
+  readonly isTTY?: boolean;
+  readonly columns?: number;
+}
+
 export interface Io {
-  readonly stdout: { write(chunk: string): unknown };
-  readonly stderr: { write(chunk: string): unknown };
+  readonly stdout: OutputStream;
+  readonly stderr: OutputStream;
 }
 
 export function usage(): string {

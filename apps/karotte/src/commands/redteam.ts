@@ -4,9 +4,30 @@ import type { Command } from '../commands.js';
 import { listenForTermination } from '../signals.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
-import { formatDuration, table } from '../format.js';
+import { formatDuration, table, terminalWidth } from '../format.js';
 import { appWorld } from '../examples.js';
 import { RedteamInputError, runRedteam, type RedteamRow } from '../redteam/run.js';
+
+/**
+ * The red-team table for a terminal `width` wide: one row per run; `outcome` is `ok`,
+ * `ok, expected …` (stopped, but by another defense than the attack expects) or `FAIL`. The
+ * reason and the outcome shrink to fit; `--json` has both in full.
+ */
+export function renderRedteamTable(rows: readonly RedteamRow[], width: number): string {
+  return table(
+    ['attack', 'class', 'verdict', 'score', 'reason', 'time', 'outcome'],
+    rows.map((r) => [
+      r.id,
+      r.class,
+      r.status,
+      String(r.score),
+      r.reason.slice(0, 120),
+      formatDuration(r.durationMs),
+      r.ok ? (r.asExpected ? 'ok' : `ok, expected ${(r.expected ?? []).join('|')}`) : 'FAIL',
+    ]),
+    { width, flexible: [4, 6] },
+  );
+}
 
 export const redteamCommand: Command = {
   summary: 'run the built-in attack catalog (and the task control) against a task',
@@ -87,20 +108,7 @@ export const redteamCommand: Command = {
         `${JSON.stringify({ task: task.id, ok: failed.length === 0 && !termination.signal.aborted, rows })}\n`,
       );
     } else {
-      io.stdout.write(
-        `${table(
-          ['attack', 'class', 'verdict', 'score', 'reason', 'time', ''],
-          rows.map((r) => [
-            r.id,
-            r.class,
-            r.status,
-            String(r.score),
-            r.reason.slice(0, 60),
-            formatDuration(r.durationMs),
-            r.ok ? (r.asExpected ? 'ok' : `ok, expected ${(r.expected ?? []).join('|')}`) : 'FAIL',
-          ]),
-        )}\n`,
-      );
+      io.stdout.write(`${renderRedteamTable(rows, terminalWidth(io.stdout, process.env))}\n`);
       const attacks = rows.filter((r) => r.kind === 'attack');
       io.stdout.write(
         `\n${task.id}: ${attacks.filter((r) => r.ok).length}/${attacks.length} attacks scored 0` +

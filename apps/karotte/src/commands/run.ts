@@ -13,15 +13,21 @@ import { listenForTermination } from '../signals.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { appWorld } from '../examples.js';
-import { formatDuration } from '../format.js';
+import { formatDuration, terminalWidth } from '../format.js';
+import { createProgressPrinter, explainResult } from '../progress.js';
 
 export const runCommand: Command = {
   summary: 'run one episode of a task with the replay agent, then collect and grade it',
   help: [
-    'Usage: karotte run --task <task-dir> --agent replay --replay <replay.json> --out <out-dir> [--json]',
+    'Usage: karotte run --task <task-dir> --agent replay --replay <replay.json> --out <out-dir> [--json] [--quiet]',
     '',
     'Runs one episode in a fresh sandbox, collects the submission and grades it. Writes',
     '<out-dir>/result.json and <out-dir>/transcript.jsonl (the directory is created).',
+    'Relative paths are from the current directory (under npm run: the directory npm ran in).',
+    'Progress goes to stderr (each tool call, its exit code and duration, collect, grade;',
+    '--quiet: none); stdout gets one summary line, then why a run that failed scored what it',
+    'did (--json: the result instead). A grader interpreter the harness cannot trust (Node.js',
+    'under /tmp, a home or a hidden directory) is refused before the episode starts.',
     'Exit 0 when the episode reached a verdict (passed or failed), 1 on error (including a',
     'host that cannot give the confinement the task needs), 2 on invalid arguments or task.',
   ].join('\n'),
@@ -34,6 +40,7 @@ export const runCommand: Command = {
         replay: { type: 'string' },
         out: { type: 'string' },
         json: { type: 'boolean' },
+        quiet: { type: 'boolean' },
       },
       ['task', 'agent', 'out'],
     );
@@ -61,6 +68,13 @@ export const runCommand: Command = {
     const termination = listenForTermination((signal) => {
       io.stderr.write(`karotte run: ${signal}: stopping the episode and tearing down\n`);
     });
+    const onProgress =
+      flags.quiet === true
+        ? undefined
+        : createProgressPrinter((line) => io.stderr.write(line), {
+            width: terminalWidth(io.stderr, process.env),
+            steps: task.steps.length,
+          });
     try {
       const result = await runEpisode(task, createReplayAgent(messages), {
         outDir,
@@ -68,6 +82,7 @@ export const runCommand: Command = {
         abortSignal: termination.signal,
         // The replay ends the episode (contract section 5), not a turn limit below its length.
         maxTurns: Math.max(messages.length, 1),
+        ...(onProgress === undefined ? {} : { onProgress }),
       });
       if (flags.json === true) io.stdout.write(`${JSON.stringify(result)}\n`);
       else {
@@ -78,6 +93,9 @@ export const runCommand: Command = {
             (result.error === null ? '' : ` error=${result.error.code}: ${result.error.message}`) +
             ` (uid ${result.sandbox.uid ?? '-'}, ${formatDuration(result.durationMs)}) -> ${path.join(outDir, 'result.json')}\n`,
         );
+        for (const line of explainResult(result, terminalWidth(io.stdout, process.env))) {
+          io.stdout.write(`${line}\n`);
+        }
       }
       return result.status === 'error' ? EXIT_FAILURE : EXIT_OK;
     } finally {

@@ -1,0 +1,152 @@
+import { describe, expect, it } from 'vitest';
+import type { EpisodeProgress, EpisodeResult } from '@karotte/core';
+import { createProgressPrinter, explainResult } from './progress.js';
+
+function printed(events: EpisodeProgress[], width = 80, steps = 1): string[] {
+  const lines: string[] = [];
+  const print = createProgressPrinter((line) => lines.push(line), { width, steps });
+  for (const event of events) print(event);
+  return lines.map((line) => {
+    expect(line.endsWith('\n')).toBe(true);
+    return line.slice(0, -1);
+  });
+}
+
+describe('createProgressPrinter', () => {
+  it('prints the sandbox, each tool call as it starts and ends, collect and grade', () => {
+    const lines = printed([
+      { type: 'judges_checked', steps: 1 },
+      { type: 'sandbox_ready', uid: 2000000123, durationMs: 1234 },
+      { type: 'tool_call', step: 0, toolCallId: 'a', name: 'bash', command: 'cd data\nsort -u orders.csv' },
+      {
+        type: 'tool_result',
+        step: 0,
+        toolCallId: 'a',
+        exitCode: 0,
+        timedOut: false,
+        durationMs: 35,
+        note: null,
+      },
+      { type: 'tool_call', step: 0, toolCallId: 'b', name: 'bash', command: 'sleep 600' },
+      {
+        type: 'tool_result',
+        step: 0,
+        toolCallId: 'b',
+        exitCode: null,
+        timedOut: true,
+        durationMs: 30_000,
+        note: null,
+      },
+      { type: 'tool_call', step: 0, toolCallId: 'c', name: 'python', command: null },
+      {
+        type: 'tool_result',
+        step: 0,
+        toolCallId: 'c',
+        exitCode: null,
+        timedOut: false,
+        durationMs: 0,
+        note: 'unknown tool python; the only tool is bash',
+      },
+      { type: 'collect', step: 0, submission: ['answer.txt'] },
+      { type: 'graded', step: 0, status: 'failed', score: 0, collectMs: 120, judgeMs: 950 },
+    ]);
+    expect(lines).toEqual([
+      '[sandbox] ready: uid 2000000123 (1.2 s)',
+      '[call 1] $ cd data ⏎ sort -u orders.csv',
+      '[call 1] exit 0 (35 ms)',
+      '[call 2] $ sleep 600',
+      '[call 2] timed out after 30.0 s, stopped (the shell goes on)',
+      '[call 3] python (not a well-formed bash call)',
+      '[call 3] not run: unknown tool python; the only tool is bash',
+      "[collect] reaping the student's processes, taking custody of answer.txt",
+      '[grade] failed score=0 (collect 120 ms, grade 950 ms)',
+    ]);
+  });
+
+  it('shortens a long command to the width, and names the step of a multi-step task', () => {
+    const [call] = printed(
+      [{ type: 'tool_call', step: 1, toolCallId: 'x', name: 'bash', command: `echo ${'y'.repeat(300)}` }],
+      40,
+      2,
+    );
+    expect(call).toMatch(/^\[step 2 call 1\] \$ echo y+…$/);
+    expect(call!.length).toBe(40);
+  });
+});
+
+/** A result with only what explainResult reads. */
+function result(fields: {
+  status: EpisodeResult['status'];
+  misbehavior?: { code: string; message: string }[];
+  judge?: Record<string, unknown> | null;
+  judgeScore?: number | null;
+}): EpisodeResult {
+  return {
+    status: fields.status,
+    score: 0,
+    misbehavior: fields.misbehavior ?? [],
+    steps: [
+      {
+        index: 0,
+        verdict: {
+          score: 0,
+          judgeScore: fields.judgeScore ?? 0,
+          passThreshold: 1,
+          judge: fields.judge === undefined ? { metadata: {} } : fields.judge,
+        },
+      },
+    ],
+  } as unknown as EpisodeResult;
+}
+
+describe('explainResult', () => {
+  it("gives the grader's own reason for a score of 0", () => {
+    expect(
+      explainResult(result({ status: 'failed', judge: { metadata: { reason: 'wrong total' } } }), 80),
+    ).toEqual(['  why: the grader scored 0 (needs 1 to pass): wrong total']);
+  });
+
+  it("finds a reason in a composite's children, else shows the metadata", () => {
+    const composite = {
+      metadata: {},
+      children: [{ metadata: {} }, { metadata: { reason: 'test 3 failed' } }],
+    };
+    expect(explainResult(result({ status: 'failed', judge: composite }), 80)).toEqual([
+      '  why: the grader scored 0 (needs 1 to pass): test 3 failed',
+    ]);
+    expect(
+      explainResult(
+        result({ status: 'failed', judge: { metadata: { passed: 3, total: 5 } }, judgeScore: 0.6 }),
+        80,
+      ),
+    ).toEqual(['  why: the grader scored 0.6 (needs 1 to pass): metadata {"passed":3,"total":5}']);
+    expect(explainResult(result({ status: 'failed', judge: null }), 80)).toEqual([
+      '  why: the submission was not judged (needs 1 to pass)',
+    ]);
+  });
+
+  it('lists every misbehavior code with its message, wrapped to the width', () => {
+    const lines = explainResult(
+      result({
+        status: 'failed',
+        misbehavior: [
+          {
+            code: 'SYMLINK',
+            message: 'answer.txt is a symbolic link (to /etc/hostname); it was not followed',
+          },
+          { code: 'PIDS_LIMIT', message: 'the pids limit (256) was hit' },
+        ],
+      }),
+      50,
+    );
+    expect(lines).toEqual([
+      '  why: SYMLINK: answer.txt is a symbolic link (to\n       /etc/hostname); it was not followed',
+      '  why: PIDS_LIMIT: the pids limit (256) was hit',
+    ]);
+  });
+
+  it('says nothing for a pass or an error (the summary line holds the error)', () => {
+    expect(explainResult(result({ status: 'passed' }), 80)).toEqual([]);
+    expect(explainResult(result({ status: 'error' }), 80)).toEqual([]);
+  });
+});

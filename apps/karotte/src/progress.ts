@@ -1,0 +1,107 @@
+import type { EpisodeProgress, EpisodeResult } from '@karotte/core';
+import { formatDuration, indentWrapped, shortenCommand, truncate } from './format.js';
+
+/**
+ * Turns an episode's progress events into lines for a person watching (stderr): the sandbox,
+ * each tool call as it starts (its command on one shortened line) and as it ends (exit code
+ * and duration), then collect and grade. Lines fit `width`; `steps` > 1 names the step.
+ */
+export function createProgressPrinter(
+  write: (line: string) => void,
+  options: { readonly width: number; readonly steps: number },
+): (event: EpisodeProgress) => void {
+  let calls = 0;
+  const numbers = new Map<string, number>();
+  const step = (index: number): string => (options.steps > 1 ? `step ${index + 1} ` : '');
+  return (event) => {
+    const line = formatProgress(event, {
+      width: options.width,
+      step,
+      callNumber: (id, start) => {
+        if (start) {
+          calls += 1;
+          numbers.set(id, calls);
+        }
+        return numbers.get(id) ?? calls;
+      },
+    });
+    if (line !== null) write(`${truncate(line, options.width)}\n`);
+  };
+}
+
+interface ProgressContext {
+  readonly width: number;
+  readonly step: (index: number) => string;
+  /** The call's number in the episode, from 1 (`start`: a new call). */
+  readonly callNumber: (toolCallId: string, start: boolean) => number;
+}
+
+/** One progress line for `event`, or null when it is not worth a line. */
+export function formatProgress(event: EpisodeProgress, context: ProgressContext): string | null {
+  switch (event.type) {
+    case 'judges_checked':
+      return null;
+    case 'sandbox_ready':
+      return `[sandbox] ready: uid ${event.uid} (${formatDuration(event.durationMs)})`;
+    case 'tool_call': {
+      const label = `[${context.step(event.step)}call ${context.callNumber(event.toolCallId, true)}]`;
+      if (event.command === null) return `${label} ${truncate(event.name, 64)} (not a well-formed bash call)`;
+      const prefix = `${label} $ `;
+      return `${prefix}${shortenCommand(event.command, context.width - prefix.length)}`;
+    }
+    case 'tool_result': {
+      const label = `[${context.step(event.step)}call ${context.callNumber(event.toolCallId, false)}]`;
+      const took = formatDuration(event.durationMs);
+      if (event.timedOut) return `${label} timed out after ${took}, stopped (the shell goes on)`;
+      if (event.exitCode === null) return `${label} not run: ${event.note ?? 'refused'}`;
+      return `${label} exit ${event.exitCode} (${took}${event.note === null ? '' : `; ${event.note}`})`;
+    }
+    case 'collect':
+      return `[${context.step(event.step)}collect] reaping the student's processes, taking custody of ${event.submission.join(', ')}`;
+    case 'graded': {
+      const judged = event.judgeMs === null ? 'not judged' : `grade ${formatDuration(event.judgeMs)}`;
+      return `[${context.step(event.step)}grade] ${event.status} score=${event.score} (collect ${formatDuration(event.collectMs)}, ${judged})`;
+    }
+  }
+}
+
+type JudgeReport = NonNullable<EpisodeResult['steps'][number]['verdict']['judge']>;
+
+/** The first `reason` (a string) in a judge's metadata, its children's included. */
+function judgeReason(report: JudgeReport | null): string | undefined {
+  if (report === null) return undefined;
+  const own = report.metadata['reason'];
+  if (typeof own === 'string' && own.trim() !== '') return own.trim();
+  for (const child of report.children ?? []) {
+    const found = judgeReason(child);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
+ * Why a run did not pass, as lines for a person (each `  why: …`, wrapped to `width`): the
+ * misbehavior codes and messages, else the judge's reason (a grader's `metadata.reason`, or
+ * its metadata) for the score it gave. Empty for a passed run and for `error` (whose code and
+ * message the summary line already holds).
+ */
+export function explainResult(result: EpisodeResult, width: number): string[] {
+  if (result.status !== 'failed') return [];
+  const lines: string[] = [];
+  for (const m of result.misbehavior) lines.push(indentWrapped(`${m.code}: ${m.message}`, width, '  why: '));
+  if (lines.length > 0) return lines;
+  const verdict = result.steps.at(-1)?.verdict;
+  if (verdict === undefined) return [];
+  const threshold = `needs ${verdict.passThreshold} to pass`;
+  if (verdict.judge === null) return [`  why: the submission was not judged (${threshold})`];
+  const reason = judgeReason(verdict.judge);
+  const metadata = JSON.stringify(verdict.judge.metadata);
+  const detail = reason ?? (metadata === '{}' ? 'the grader gave no reason' : `metadata ${metadata}`);
+  return [
+    indentWrapped(
+      `the grader scored ${verdict.judgeScore ?? verdict.score} (${threshold}): ${detail}`,
+      width,
+      '  why: ',
+    ),
+  ];
+}

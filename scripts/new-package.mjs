@@ -53,6 +53,27 @@ function* templateFiles(dir, rel = '') {
   }
 }
 
+/**
+ * Keep what the template shares with @karotte/base current: the ranges of the dependencies both
+ * have (zod) and base's version in the README's install lines.
+ */
+function syncWithBase(rel, text) {
+  const file = path.join(repoRoot, 'packages', 'base', 'package.json');
+  if (!fs.existsSync(file)) return text;
+  const base = JSON.parse(fs.readFileSync(file, 'utf8'));
+  if (rel === 'package.json') {
+    const manifest = JSON.parse(text);
+    for (const dep of Object.keys(manifest.dependencies ?? {})) {
+      const range = base.dependencies?.[dep];
+      if (range !== undefined) manifest.dependencies[dep] = range;
+    }
+    return `${JSON.stringify(manifest, null, 2)}\n`;
+  }
+  if (rel === 'README.md')
+    return text.replaceAll('karotte-base-0.1.0.tgz', `karotte-base-${base.version}.tgz`);
+  return text;
+}
+
 async function loadPrettier() {
   try {
     return await import('prettier');
@@ -79,7 +100,7 @@ export async function createPackage({ name, root = repoRoot, templateDir = TEMPL
     for (const rel of templateFiles(templateDir)) {
       const source = path.join(templateDir, rel);
       const target = fillIn(rel, name);
-      let text = fillIn(fs.readFileSync(source, 'utf8'), name);
+      let text = syncWithBase(rel, fillIn(fs.readFileSync(source, 'utf8'), name));
       if (prettier !== null) {
         // The template's own prettier configuration (the repository's), whatever `root` is.
         const config = (await prettier.resolveConfig(source)) ?? {};

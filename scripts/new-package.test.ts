@@ -77,6 +77,10 @@ describe('new-package', () => {
       "export { NetGuardError, isNetGuardError } from './errors.js';",
     );
     expect(fs.readFileSync(path.join(dir, 'README.md'), 'utf8')).toMatch(/^# @karotte\/net-guard\n/);
+    const baseVersion = readJson(path.join(repoRoot, 'packages', 'base', 'package.json')).version as string;
+    expect(fs.readFileSync(path.join(dir, 'README.md'), 'utf8')).toContain(
+      `/tmp/karotte-packs/karotte-base-${baseVersion}.tgz /tmp/karotte-packs/karotte-net-guard-0.0.0.tgz`,
+    );
   });
 
   it('has the package.json shape of @karotte/base', async () => {

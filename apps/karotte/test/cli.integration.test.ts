@@ -173,7 +173,11 @@ describe('karotte run (contract sections 2 to 6)', () => {
   it.each(['quarterly-revenue', 'roman-numerals'])('the %s control passes with score 1', (name) => {
     const out = tmp(name);
     const r = run(path.join(examples, name), path.join(examples, name, 'control.json'), out);
-    expect(r.stderr).toBe('');
+    // stderr holds progress lines only: the sandbox, each call as it starts and ends, collect, grade.
+    const progress = r.stderr.split('\n').filter(Boolean);
+    for (const line of progress) expect(line).toMatch(/^\[(sandbox|call \d+|collect|grade)\] /);
+    expect(progress[0]).toMatch(/^\[sandbox\] ready: uid \d+ \(/);
+    expect(progress.at(-1)).toMatch(/^\[grade\] passed score=1 \(collect \d+ ms, grade [\d.]+ m?s\)$/);
     expect(r.status).toBe(0);
     expect(r.result).toMatchObject({ taskId: name, status: 'passed', score: 1, misbehavior: [] });
     expect(typeof (r.result['sandbox'] as { uid: unknown }).uid).toBe('number');
@@ -187,15 +191,30 @@ describe('karotte run (contract sections 2 to 6)', () => {
     assertNothingLeft((r.result['sandbox'] as { uid: unknown }).uid, r.pid);
   });
 
-  it('a wrong answer fails with score 0 and exit 0', () => {
+  it("a wrong answer fails with score 0 and exit 0, and says why (the grader's reason) and what ran", () => {
     const dir = tmp('wrong');
     const r = run(
       path.join(examples, 'quarterly-revenue'),
-      writeReplay(dir, ['echo 12345 > answer.txt']),
+      writeReplay(dir, [
+        'echo 12345 > answer.txt',
+        `cat orders.csv | head -3\n${'sort -u orders.csv '.repeat(20)}`,
+      ]),
       path.join(dir, 'out'),
     );
     expect(r.status).toBe(0);
     expect(r.result).toMatchObject({ status: 'failed', score: 0, misbehavior: [] });
+    const [summary, ...why] = r.stdout.trimEnd().split('\n');
+    expect(summary).toMatch(/^quarterly-revenue: failed score=0 \(uid \d+, .*\) -> .*result\.json$/);
+    expect(why).toEqual(['  why: the grader scored 0 (needs 1 to pass): wrong total']);
+    const progress = r.stderr.split('\n').filter(Boolean);
+    expect(progress).toContain('[call 1] $ echo 12345 > answer.txt');
+    expect(progress.find((line) => line.startsWith('[call 1] exit 0 ('))).toBeDefined();
+    // A long command is one line, shortened to the width (80 off a terminal).
+    const second = progress.find((line) => line.startsWith('[call 2] $ '))!;
+    expect(second).toMatch(/^\[call 2\] \$ cat orders\.csv \| head -3 ⏎ sort -u orders\.csv .*…$/);
+    expect(second.length).toBe(80);
+    expect(progress.at(-2)).toBe("[collect] reaping the student's processes, taking custody of answer.txt");
+    expect(progress.at(-1)).toMatch(/^\[grade\] failed score=0 /);
   });
 
   it("a copy of the answer key elsewhere in the app's directory is out of reach (the app hides its directory)", () => {
@@ -225,6 +244,7 @@ describe('karotte run (contract sections 2 to 6)', () => {
     expect(r.status).toBe(0);
     expect(r.result).toMatchObject({ status: 'failed', score: 0 });
     expect((r.result['misbehavior'] as { code: string }[]).map((m) => m.code)).toContain('SYMLINK');
+    expect(r.stdout).toMatch(/\n {2}why: SYMLINK: /);
   });
 
   it('an --out that cannot be a directory exits 2 naming --out, and nothing runs', () => {
@@ -253,8 +273,23 @@ describe('karotte run (contract sections 2 to 6)', () => {
         'memory',
         'pids',
         'reaping',
+        'grader_interpreter',
       ]),
     );
+    // The human form fits 80 columns off a terminal; --verbose shows everything, still fitting.
+    const human = spawnSync(process.execPath, [cli, 'check'], { encoding: 'utf8', timeout: 120_000 });
+    expect(human.status).toBe(0);
+    for (const line of human.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+    expect(human.stdout).toMatch(/^grader interpreter +prevented /m);
+    const verbose = spawnSync(process.execPath, [cli, 'check', '--verbose'], {
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, COLUMNS: '120' },
+    });
+    expect(verbose.status).toBe(0);
+    for (const line of verbose.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(120);
+    expect(verbose.stdout).not.toContain('…');
+    expect(verbose.stdout).toMatch(/^grader interpreter +prevented /m);
   });
 
   it('invalid task files exit 2 naming the field, and nothing runs', () => {
@@ -309,5 +344,154 @@ describe('karotte run (contract sections 2 to 6)', () => {
     );
     expect(second.result['status']).toBe('passed');
     assertNothingLeft(uid, child.pid, lease!.record?.sandboxId);
+  });
+});
+
+/** A copy of this Node.js at `file` (its directory made 0755 with its parents). */
+function copyNode(file: string): string {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o755 });
+  fs.copyFileSync(process.execPath, file);
+  fs.chmodSync(file, 0o755);
+  return file;
+}
+
+/** A fresh root-owned directory (0755) outside the scratch places, for the interpreter cases. */
+function rootOwnedDir(label: string): string {
+  fs.mkdirSync('/var/lib/karotte', { recursive: true, mode: 0o755 });
+  const dir = fs.mkdtempSync(`/var/lib/karotte/karotte-test-${label}-`);
+  fs.chmodSync(dir, 0o755);
+  made.push(dir);
+  return dir;
+}
+
+describe('an untrusted grader interpreter (the harness run by Node.js in /tmp or a hidden directory)', () => {
+  const interpreters: Record<string, () => string> = {
+    'a copy of Node.js in a mkdtemp directory under /tmp': () => copyNode(path.join(tmp('node'), 'node')),
+    'a copy in a hidden directory (~/.nvm)': () =>
+      copyNode(path.join(rootOwnedDir('nvm'), 'root', '.nvm', 'versions', 'node', 'bin', 'node')),
+  };
+
+  it.each(Object.keys(interpreters))(
+    '%s: run is refused before the episode starts (exit 1, error UNTRUSTED_INTERPRETER)',
+    (label) => {
+      const node = interpreters[label]!();
+      const out = path.join(tmp('untrusted-run'), 'out');
+      const started = Date.now();
+      const child = spawnSync(
+        node,
+        [
+          cli,
+          'run',
+          '--task',
+          path.join(examples, 'quarterly-revenue'),
+          '--agent',
+          'replay',
+          '--replay',
+          path.join(examples, 'quarterly-revenue', 'control.json'),
+          '--out',
+          out,
+        ],
+        { encoding: 'utf8', timeout: 120_000 },
+      );
+      expect(child.status).toBe(1);
+      const { result, transcript } = readOut(out);
+      expect(result).toMatchObject({
+        status: 'error',
+        score: 0,
+        sandbox: { uid: null },
+        error: { code: 'UNTRUSTED_INTERPRETER' },
+      });
+      expect((result['error'] as { message: string }).message).toContain(node);
+      // Nothing ran: no sandbox, no tool call, and well before an episode's length.
+      expect(transcript.map((event) => event['type'])).toEqual(['episode_started', 'error', 'episode_ended']);
+      expect(child.stderr).not.toContain('[sandbox]');
+      expect(child.stdout).toContain('error=UNTRUSTED_INTERPRETER');
+      expect(Date.now() - started).toBeLessThan(30_000);
+    },
+  );
+
+  it('check reports the grader interpreter missing (exit 1, with the reason), here behind a root-owned link into a directory a user owns', () => {
+    const base = rootOwnedDir('link');
+    const userDir = path.join(base, 'user');
+    const target = copyNode(path.join(userDir, 'node'));
+    fs.chownSync(userDir, 3_999_999_000, 3_999_999_000);
+    const link = path.join(base, 'venv', 'bin', 'node');
+    fs.mkdirSync(path.dirname(link), { recursive: true, mode: 0o755 });
+    fs.symlinkSync(target, link);
+    const json = spawnSync(link, [cli, 'check', '--json'], { encoding: 'utf8', timeout: 120_000 });
+    expect(json.status).toBe(1);
+    const report = JSON.parse(json.stdout) as {
+      ok: boolean;
+      defenses: { name: string; contract: string; reason: string }[];
+    };
+    expect(report.ok).toBe(false);
+    const row = report.defenses.find((defense) => defense.name === 'grader_interpreter')!;
+    expect(row.contract).toBe('not_supported');
+    // The harness's own path as the kernel gives it (process.execPath is already resolved).
+    expect(row.reason).toContain(`${userDir} is owned by uid 3999999000, not root`);
+    // Every other defense is still enforced: only the interpreter fails.
+    expect(
+      report.defenses
+        .filter((d) => d.contract !== 'prevented' && d.name !== 'rootless_tier')
+        .map((d) => d.name),
+    ).toEqual(['grader_interpreter']);
+    const human = spawnSync(link, [cli, 'check'], { encoding: 'utf8', timeout: 120_000 });
+    expect(human.status).toBe(1);
+    expect(human.stdout.replace(/\s+/g, ' ')).toContain(
+      `1 defense(s) are weaker or missing on this host: grader_interpreter. grader interpreter: interpreter ${target}`,
+    );
+  });
+});
+
+describe("relative paths are the caller's (npm run --silent karotte from another directory)", () => {
+  const root = path.resolve(app, '..', '..');
+  const toolchainPath = `${path.dirname(process.execPath)}:/usr/bin:/bin`;
+
+  it('validate --task <relative> from a subdirectory of the repository resolves from there', () => {
+    const cwd = path.join(root, 'packages');
+    const relative = path.relative(cwd, path.join(examples, 'quarterly-revenue'));
+    expect(relative.startsWith('..')).toBe(true);
+    // From the repository root the same path names nothing: only the caller's directory works.
+    expect(fs.existsSync(path.join(root, relative))).toBe(false);
+    const child = spawnSync('npm', ['run', '--silent', 'karotte', '--', 'validate', '--task', relative], {
+      cwd,
+      encoding: 'utf8',
+      env: { ...process.env, PATH: toolchainPath },
+      timeout: 120_000,
+    });
+    expect(child.stderr).toBe('');
+    expect(child.status).toBe(0);
+    expect(child.stdout).toBe('task quarterly-revenue is valid: 1 step(s), submission answer.txt\n');
+  });
+
+  it("run --task, --replay and --out relative to the caller's directory", () => {
+    const cwd = tmp('relative');
+    fs.cpSync(path.join(examples, 'quarterly-revenue'), path.join(cwd, 'task'), { recursive: true });
+    const child = spawnSync(
+      'npm',
+      [
+        '--prefix',
+        root,
+        'run',
+        '--silent',
+        'karotte',
+        '--',
+        'run',
+        '--task',
+        'task',
+        '--agent',
+        'replay',
+        '--replay',
+        'task/control.json',
+        '--out',
+        'runs/first',
+      ],
+      { cwd, encoding: 'utf8', env: { ...process.env, PATH: toolchainPath }, timeout: 180_000 },
+    );
+    expect(child.status).toBe(0);
+    const { result } = readOut(path.join(cwd, 'runs', 'first'));
+    expect(result).toMatchObject({ taskId: 'quarterly-revenue', status: 'passed', score: 1 });
+    expect(child.stdout).toContain(`-> ${path.join(cwd, 'runs', 'first', 'result.json')}`);
+    expect(fs.existsSync(path.join(root, 'runs'))).toBe(false);
   });
 });

@@ -26,10 +26,13 @@ const want = (step) => only.length === 0 || only.includes(step);
 if (want('lint')) {
   run(pnpm, ['exec', 'turbo', 'run', 'lint', 'typecheck', '--output-logs=errors-only']);
   run(process.execPath, ['scripts/check-layers.mjs']);
+  run(process.execPath, ['scripts/check-readmes.mjs']);
   run(pnpm, ['exec', 'prettier', '--check', '.', '--log-level', 'warn']);
 }
 if (want('packages')) {
   run(pnpm, ['exec', 'turbo', 'run', 'check:package', '--output-logs=errors-only']);
+  // Every publishable package packed and installed alone with npm, outside the workspace.
+  run(process.execPath, ['scripts/check-install.mjs']);
   run(pnpm, ['exec', 'changeset', 'status']);
 }
 

@@ -32,8 +32,19 @@ export function renderCheck(report: HostCheck, width: number, verbose: boolean):
     say(
       `${weak.length} defense(s) are weaker or missing on this host: ${weak.map((d) => d.name).join(', ')}.`,
     );
-    // The evidence of what is missing is what a person acts on: always in full.
-    for (const d of weak) say(`${d.name.replaceAll('_', ' ')}: ${d.reason}`, '  ');
+    // The evidence of what is missing is what a person acts on: always in full, once per reason
+    // (without root every defense has the same one).
+    const byReason = new Map<string, string[]>();
+    for (const d of weak)
+      byReason.set(d.reason, [...(byReason.get(d.reason) ?? []), d.name.replaceAll('_', ' ')]);
+    for (const [reason, names] of byReason) {
+      say(
+        names.length === weak.length && weak.length > 1
+          ? `all of them: ${reason}`
+          : `${names.join(', ')}: ${reason}`,
+        '  ',
+      );
+    }
     if (!report.root) {
       say('Run karotte as root: the sandbox needs root for users, namespaces, cgroups and mounts.');
     }

@@ -27,6 +27,7 @@ if (want('lint')) {
   run(pnpm, ['exec', 'turbo', 'run', 'lint', 'typecheck', '--output-logs=errors-only']);
   run(process.execPath, ['scripts/check-layers.mjs']);
   run(process.execPath, ['scripts/check-readmes.mjs']);
+  run(process.execPath, ['scripts/check-docs.mjs']);
   run(pnpm, ['exec', 'prettier', '--check', '.', '--log-level', 'warn']);
 }
 if (want('packages')) {

@@ -9,8 +9,12 @@
 // only resolved inside the workspace fails here. Then, one line per check:
 //
 //   pack     the tarball holds no `workspace:` range
-//   deps     every bare import in the installed package's JavaScript is a Node.js builtin or a
-//            declared dependency (npm hoists, so an undeclared one could still resolve here)
+//   install  all tarballs, with npm, into the scratch project
+//   alone    each package in a project of its own, with only its tarball and those of its
+//            @karotte dependencies (as its README's Install says): `import()` and `require()`
+//   deps     every bare import in the installed package's JavaScript and declaration files is a
+//            Node.js builtin or a declared dependency (npm hoists, so an undeclared one could
+//            still resolve in the scratch project)
 //   esm      `import()` of every entry point; every value export of the types is there, and
 //            nothing untyped
 //   cjs      the same through `require()` from a CommonJS file (require(esm), Node.js 22.12+)
@@ -40,7 +44,7 @@
 // Any other `{{...}}` in an output block is an error. Exit status 1 on any failure. The scratch
 // directory is removed on success and on failure. Plain JavaScript, no dependency: runs on the
 // Node.js it is started with (22.12+ or 24+), which is the Node.js the checks exercise.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { isBuiltin } from 'node:module';
 import os from 'node:os';
@@ -169,7 +173,7 @@ export function readmeExample(markdown) {
     lang: blocks[index].lang,
     code: `${blocks[index].body}\n`,
     output: blocks[outputIndex].body,
-    needsRoot: /\bas root\b/i.test(between),
+    needsRoot: /\bas\s+root\b/i.test(between),
   };
 }
 
@@ -303,14 +307,56 @@ function writeFile(file, text) {
   fs.writeFileSync(file, text);
 }
 
-/** Every JavaScript file of an installed package, its own node_modules excluded. */
+/**
+ * Every JavaScript and declaration file of an installed package, its own node_modules excluded:
+ * a type imported from an undeclared package breaks a consumer's type check as surely as a value
+ * breaks its run.
+ */
 function* javascriptFiles(dir) {
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     if (entry.name === 'node_modules') continue;
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) yield* javascriptFiles(full);
-    else if (/\.(c|m)?js$/.test(entry.name)) yield full;
+    else if (/\.(c|m)?js$|\.d\.(c|m)?ts$/.test(entry.name)) yield full;
   }
+}
+
+/** `exec` without blocking, so independent installs can overlap. */
+function execAsync(command, args, options = {}) {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(command, args, {
+      env: childEnv(),
+      timeout: 300_000,
+      killSignal: 'SIGKILL',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...options,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
+    child.on('error', (error) =>
+      resolve({ status: null, signal: null, error, stdout, stderr, seconds: '0.0' }),
+    );
+    child.on('close', (status, signal) =>
+      resolve({ status, signal, stdout, stderr, seconds: ((Date.now() - started) / 1000).toFixed(1) }),
+    );
+  });
+}
+
+/** Run `tasks` (functions returning promises) with at most `limit` at a time, results in order. */
+async function inParallel(tasks, limit) {
+  const results = new Array(tasks.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < tasks.length) {
+      const index = next++;
+      results[index] = await tasks[index]();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
+  return results;
 }
 
 /** Entry-point subpaths of an exports map ('.', './schema/x.json', ...), package.json excluded. */
@@ -605,6 +651,67 @@ async function checkAll(packages, scratch) {
     `${tarballs.length} tarballs + ${toolSpecs.join(' ')}`,
     `npm ${npmVersion}, ${install.seconds} s, in ${path.relative(os.tmpdir(), project)} under ${os.tmpdir()}`,
   );
+  // 2b. Each package alone, as a user cherry-picks one defense: a fresh project with only its
+  //     tarball and those of its @karotte dependencies (what its README's Install says), where
+  //     import() and require() of it must work. The installs overlap; npm's cache is warm now.
+  const byName = new Map(tarballs.map((entry) => [entry.pkg.manifest.name, entry]));
+  const closure = (name, seen = new Set()) => {
+    if (seen.has(name)) return seen;
+    seen.add(name);
+    for (const dep of Object.keys(byName.get(name)?.pkg.manifest.dependencies ?? {})) {
+      if (byName.has(dep)) closure(dep, seen);
+    }
+    return seen;
+  };
+  const alone = await inParallel(
+    tarballs.map(({ pkg }) => async () => {
+      const name = pkg.manifest.name;
+      const dir = path.join(scratch, 'alone', slugOf(name));
+      writeFile(
+        path.join(dir, 'package.json'),
+        `${JSON.stringify({ name: `karotte-alone-${slugOf(name)}`, version: '0.0.0', private: true }, null, 2)}\n`,
+      );
+      const names = [...closure(name)].sort();
+      const result = await execAsync(
+        npm,
+        [
+          'install',
+          '--no-audit',
+          '--no-fund',
+          '--prefer-offline',
+          '--loglevel=error',
+          ...names.map((dep) => byName.get(dep).tarball),
+        ],
+        { cwd: dir },
+      );
+      if (result.status !== 0) return { name, names, result, failed: `npm install: ${failureText(result)}` };
+      if (!entryPoints(pkg.manifest).includes('.')) return { name, names, result };
+      const spec = JSON.stringify(name);
+      const esm = await execAsync(process.execPath, ['--input-type=module', '-e', `await import(${spec});`], {
+        cwd: dir,
+      });
+      const cjs = await execAsync(process.execPath, ['-e', `require(${spec});`], { cwd: dir });
+      if (esm.status !== 0) return { name, names, result, failed: `import(): ${failureText(esm)}` };
+      if (cjs.status !== 0) return { name, names, result, failed: `require(): ${failureText(cjs)}` };
+      return { name, names, result, loaded: true };
+    }),
+    3,
+  );
+  for (const { name, names, result, failed, loaded } of alone) {
+    const what = names.length === 1 ? '1 tarball' : `${names.length} tarballs (${names.join(', ')})`;
+    if (failed) {
+      line('fail', 'alone', name, `${what}: ${failed.split('\n')[0]}`);
+      detailBlock(failed.split('\n').slice(1).join('\n'));
+    } else {
+      line(
+        'ok',
+        'alone',
+        name,
+        `npm install of ${what}${loaded ? ', then import() and require()' : ''} (${result.seconds} s)`,
+      );
+    }
+  }
+
   const installed = tarballs.map(({ pkg }) => ({
     pkg,
     name: pkg.manifest.name,
@@ -770,10 +877,15 @@ async function checkAll(packages, scratch) {
     const bins =
       typeof manifest.bin === 'string' ? { [name.split('/').pop()]: manifest.bin } : (manifest.bin ?? {});
     for (const bin of Object.keys(bins)) {
-      const result = exec(path.join(project, 'node_modules', '.bin', bin), ['--help'], {
-        cwd: project,
-        timeout: 60_000,
-      });
+      // In the package's own project (2b): what `npx <bin>` of the package alone would run.
+      const result = exec(
+        path.join(scratch, 'alone', slugOf(name), 'node_modules', '.bin', bin),
+        ['--help'],
+        {
+          cwd: project,
+          timeout: 60_000,
+        },
+      );
       if (result.status === 0 && result.stdout.trim() !== '')
         line('ok', 'bin', `${name} ${bin}`, '--help exits 0');
       else line('fail', 'bin', `${name} ${bin}`, `--help: ${failureText(result)}`);
@@ -791,7 +903,7 @@ async function checkAll(packages, scratch) {
           'skip',
           'example',
           label,
-          'needs root (its output block says "as root"): run as root to include it',
+          'needs root (the sentence before its output says "as root"): run as root to include it',
         );
       continue;
     }

@@ -51,6 +51,10 @@ describe('check-install: README examples', () => {
       readme('## Example\n\n```js\nconsole.log(1);\n```\n\nOutput:\n\n```text\n1\n```\n'),
     );
     expect(example.needsRoot).toBe(false);
+    const wrapped = readmeExample(
+      readme('## Example\n\n```ts\nx;\n```\n\nOutput (as\nroot):\n\n```text\n1\n```\n'),
+    );
+    expect(wrapped.needsRoot).toBe(true);
   });
 
   it('names what is missing', () => {

@@ -53,10 +53,7 @@ function* templateFiles(dir, rel = '') {
   }
 }
 
-/**
- * Keep what the template shares with @karotte/base current: the ranges of the dependencies both
- * have (zod) and base's version in the README's install lines.
- */
+/** Keep what the template shares with @karotte/base current: the ranges of the dependencies both have (zod). */
 function syncWithBase(rel, text) {
   const file = path.join(repoRoot, 'packages', 'base', 'package.json');
   if (!fs.existsSync(file)) return text;
@@ -69,8 +66,6 @@ function syncWithBase(rel, text) {
     }
     return `${JSON.stringify(manifest, null, 2)}\n`;
   }
-  if (rel === 'README.md')
-    return text.replaceAll('karotte-base-0.1.0.tgz', `karotte-base-${base.version}.tgz`);
   return text;
 }
 

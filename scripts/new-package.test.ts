@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain .mjs script without types
 import { checkLayers } from './check-layers.mjs';
 // @ts-expect-error: a plain .mjs script without types
+import { checkReadmes } from './check-readmes.mjs';
+// @ts-expect-error: a plain .mjs script without types
 import { TEMPLATE_DIR, createPackage, fillIn, nameProblem, nextSteps } from './new-package.mjs';
 
 const repoRoot = path.resolve(import.meta.dirname, '..');
@@ -77,9 +79,8 @@ describe('new-package', () => {
       "export { NetGuardError, isNetGuardError } from './errors.js';",
     );
     expect(fs.readFileSync(path.join(dir, 'README.md'), 'utf8')).toMatch(/^# @karotte\/net-guard\n/);
-    const baseVersion = readJson(path.join(repoRoot, 'packages', 'base', 'package.json')).version as string;
     expect(fs.readFileSync(path.join(dir, 'README.md'), 'utf8')).toContain(
-      `/tmp/karotte-packs/karotte-base-${baseVersion}.tgz /tmp/karotte-packs/karotte-net-guard-0.0.0.tgz`,
+      "pnpm --filter '@karotte/net-guard...' pack --pack-destination /tmp/karotte-packs",
     );
   });
 
@@ -139,6 +140,13 @@ describe('new-package', () => {
       ),
     );
     expect(checkLayers(root)).toEqual([]);
+  });
+
+  it('writes a README that passes the README shape check', async () => {
+    const root = scratchRoot();
+    fs.writeFileSync(path.join(root, 'pnpm-workspace.yaml'), 'packages:\n  - packages/*\n');
+    await createPackage({ name: 'net-guard', root });
+    expect(checkReadmes(root)).toEqual([]);
   });
 
   it('refuses a directory that exists and leaves it as it was', async () => {

@@ -325,4 +325,33 @@ describe('faults and limits outside the student', () => {
     expect(transcriptEvents(out).filter((event) => event.type === 'error')).toHaveLength(1);
     expect(pidsOfUid(real!.uid)).toEqual([]);
   }, 120_000);
+  it('a failed read of the limit counters is a fault (error), never graded as if no limit was hit', async () => {
+    // Faked: a cgroup read that fails needs a broken host. The world is the real sandbox; only
+    // its limit read throws, what a failed read of the counters throws.
+    const { SystemError } = await import('@karotte/base');
+    let real: StudentWorld | undefined;
+    const createWorld: WorldFactory = async (spec) => {
+      real = await createSandboxWorld(spec);
+      const world = real;
+      return {
+        uid: world.uid,
+        workDir: world.workDir,
+        handle: world.handle,
+        network: world.network,
+        exec: (command, options) => world.exec(command, options),
+        limitHits: () =>
+          Promise.reject(new SystemError('cannot read memory.failcnt', { syscall: 'read', errno: 'EIO' })),
+        destroy: () => world.destroy(),
+      };
+    };
+    const out = outDir();
+    const task = await loadTask(path.join(examples, 'quarterly-revenue'));
+    const result = await runEpisode(task, createReplayAgent(control), { outDir: out, createWorld });
+    expect(result).toMatchObject({ status: 'error', score: 0, error: { code: 'SYSTEM_ERROR' } });
+    const events = transcriptEvents(out);
+    expect(events.filter((event) => event.type === 'error')).toHaveLength(1);
+    // Nothing was graded: the honest control would otherwise have passed with score 1.
+    expect(events.filter((event) => event.type === 'scored')).toEqual([]);
+    expect(pidsOfUid(real!.uid)).toEqual([]);
+  }, 120_000);
 });

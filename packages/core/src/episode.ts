@@ -434,9 +434,15 @@ export class Episode {
     const index = this.stepIndex;
     const step = this.task.steps[index]!;
     const world = this.world!;
-    const limits = await world
-      .limitHits()
-      .catch(() => ({ hits: [] as LimitHit[], misbehavior: [] as MisbehaviorRecord[] }));
+    // Reading the limit counters is the only proof of a limit hit: when it fails, grading as
+    // if no limit was hit would pass a student the kernel stopped. A host fault, not a verdict.
+    let limits: { hits: LimitHit[]; misbehavior: MisbehaviorRecord[] };
+    try {
+      limits = await world.limitHits();
+    } catch (error) {
+      await this.recordFault(error, 'limits');
+      throw error;
+    }
     const limitHits = limits.hits;
     for (const hit of limitHits) await this.transcript!.append('limit_hit', { step: index, hit });
     const misbehavior: MisbehaviorRecord[] = [...limits.misbehavior];
@@ -462,6 +468,7 @@ export class Episode {
         misbehavior,
         limitHits,
         network: world.network,
+        ...(world.collector === undefined ? {} : { collector: world.collector }),
         // Cancelling the episode must not cancel grading: what exists is graded.
       });
     } catch (error) {

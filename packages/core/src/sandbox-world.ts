@@ -1,8 +1,13 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { escapeForDisplay, isErrno } from '@karotte/base';
-import { studentLimitOutcome, type NetworkCheck } from '@karotte/grader';
-import { createSandbox, isSandboxError, type NetworkVerdict, type Sandbox } from '@karotte/sandbox';
+import { isErrno } from '@karotte/base';
+import {
+  createSandboxCollector,
+  networkCheckFromSandbox,
+  studentFromSandbox,
+  studentLimitOutcome,
+} from '@karotte/grader';
+import { createSandbox, isSandboxError, type Sandbox } from '@karotte/sandbox';
 import { CoreError } from './errors.js';
 import type { WorldSpec } from './episode.js';
 import type { ShellOutcome, StudentWorld } from './world.js';
@@ -54,12 +59,14 @@ export async function createSandboxWorld(
     await sandbox.destroy().catch(() => undefined);
     throw error;
   }
-  const network = toNetworkCheck(sandbox.networkCheck);
   return {
     uid: sandbox.uid,
     workDir: sandbox.workDir,
-    handle: { uid: sandbox.uid, group: sandbox.limits.group, workDir: sandbox.workDir },
-    network,
+    handle: studentFromSandbox(sandbox),
+    network: networkCheckFromSandbox(sandbox),
+    // The sandbox reaps its own student (namespace init first, then the confirmed sweep) and
+    // remembers the record, so destroy() after grading does not reap again.
+    collector: createSandboxCollector(sandbox),
     async exec(command, execOptions): Promise<ShellOutcome> {
       const result = await sandbox.exec(command, {
         timeoutMs: execOptions.timeoutMs,
@@ -90,13 +97,6 @@ export async function createSandboxWorld(
       }
     },
   };
-}
-
-function toNetworkCheck(verdict: NetworkVerdict): NetworkCheck {
-  const detail = verdict.ok
-    ? `${verdict.mode}: ${verdict.probes.length} route lookups failed as required; loopback control passed`
-    : `${verdict.mode}: ${verdict.failures.join('; ')}`;
-  return { checked: true, isolated: verdict.ok, detail: escapeForDisplay(detail, 8192) };
 }
 
 /**

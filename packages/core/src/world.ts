@@ -1,5 +1,5 @@
 import type { MisbehaviorRecord } from '@karotte/base';
-import type { LimitHit, NetworkCheck, StudentHandle } from '@karotte/grader';
+import type { LimitHit, NetworkCheck, StudentHandle, SubmissionCollector } from '@karotte/grader';
 
 /** The outcome of one command in the student's shell. */
 export interface ShellOutcome {
@@ -27,11 +27,19 @@ export interface StudentWorld {
   readonly handle: StudentHandle;
   /** The network check made before the first step. */
   readonly network: NetworkCheck;
+  /**
+   * How the grader reaps the student and collects the submission. A world that can reap its
+   * own student best (the sandbox kills its namespace init first, so every process dies while
+   * its parents can still wait for it) gives its own; when absent, the grader's default
+   * collector reaps by uid and group.
+   */
+  readonly collector?: SubmissionCollector;
   /** Run one command in the persistent shell, as the student. */
   exec(command: string, options: { timeoutMs: number; abortSignal?: AbortSignal }): Promise<ShellOutcome>;
   /**
    * Limits the student hit so far (memory, pids, disk): the record for the verdict, and the
-   * misbehavior each one is (a limit hit scores 0, per the contract).
+   * misbehavior each one is (a limit hit scores 0, per the contract). A rejection is a host
+   * fault: the episode ends as `error`, never graded as if no limit was hit.
    */
   limitHits(): Promise<{ hits: LimitHit[]; misbehavior: MisbehaviorRecord[] }>;
   /** Tear everything down. Idempotent. */

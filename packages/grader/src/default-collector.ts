@@ -1,4 +1,5 @@
 import { rm } from 'node:fs/promises';
+import { escapeForDisplay } from '@karotte/base';
 import { reclaim, takeCustody } from '@karotte/file-guard';
 import type { CustodyOptions } from '@karotte/file-guard';
 import { reap, reclaimLeftovers } from '@karotte/proc-reaper';
@@ -149,11 +150,9 @@ export function studentFromSandbox(sandbox: Pick<Sandbox, 'uid' | 'limits' | 'wo
 /** The verdict's network record from a sandbox's network check (`sandbox.networkCheck`). */
 export function networkCheckFromSandbox(sandbox: Pick<Sandbox, 'networkCheck'>): NetworkCheck {
   const check = sandbox.networkCheck;
-  return {
-    checked: true,
-    isolated: check.ok,
-    detail: check.ok
-      ? `${check.mode}: ${check.probes.length} route lookups blocked as required, loopback control passed`
-      : `${check.mode}: ${check.failures.join('; ')}`,
-  };
+  const detail = check.ok
+    ? `${check.mode}: ${check.probes.length} route lookups blocked as required, loopback control passed`
+    : `${check.mode}: ${check.failures.join('; ')}`;
+  // Failures quote what the probe saw inside the sandbox: shown escaped and bounded.
+  return { checked: true, isolated: check.ok, detail: escapeForDisplay(detail, 8192) };
 }

@@ -18,7 +18,7 @@ export interface Command {
   run(argv: readonly string[], context: CommandContext): Promise<number>;
 }
 
-/** The commands of the contract (../../shared/contract.md). */
+/** The commands of the contract (docs/contract.md of the repository). */
 export const commands: Readonly<Record<string, Command>> = Object.freeze({
   run: runCommand,
   check: checkCommand,

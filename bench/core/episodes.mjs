@@ -2,7 +2,8 @@
 // Episodes per minute of the quarterly-revenue control, through @karotte/core with every
 // defense on, at concurrency 1, 4 and 16, side by side with a naive harness of the same task
 // (no defenses: spawn bash as root in a temp dir, copy the student file, run the control's
-// commands, run the grader with node). The ratio is the price of safety.
+// commands, run the grader with node). The ratio is the price of safety; the median wall time
+// of one episode is printed beside it.
 //
 //   pnpm build && node bench/core/episodes.mjs [--episodes N]
 import { spawnSync } from 'node:child_process';
@@ -71,19 +72,24 @@ function run(command, args, options) {
   });
 }
 
+/** Episodes per minute at `concurrency`, and the median wall time of one episode in ms. */
 async function throughput(concurrency, once) {
   let next = 0;
+  const durations = [];
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < perLevel) {
         next += 1;
+        const t0 = performance.now();
         await once();
+        durations.push(performance.now() - t0);
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return (perLevel / seconds) * 60;
+  durations.sort((a, b) => a - b);
+  return { perMinute: (perLevel / seconds) * 60, medianMs: durations[Math.floor(durations.length / 2)] };
 }
 
 if (process.getuid() !== 0) {
@@ -95,11 +101,20 @@ const task = await loadTask(taskDir);
 await karotteEpisode(task); // warm-up
 await naiveEpisode();
 console.log(`node ${process.version}, ${os.cpus().length} cores, ${perLevel} episodes per level`);
-console.log('concurrency | karotte episodes/min | naive episodes/min | naive / karotte');
+console.log(
+  'concurrency | karotte episodes/min | naive episodes/min | naive / karotte | karotte median ms | naive median ms',
+);
 for (const concurrency of [1, 4, 16]) {
   const karotte = await throughput(concurrency, () => karotteEpisode(task));
   const naive = await throughput(concurrency, naiveEpisode);
   console.log(
-    `${String(concurrency).padStart(11)} | ${karotte.toFixed(1).padStart(20)} | ${naive.toFixed(1).padStart(18)} | ${(naive / karotte).toFixed(1)}x`,
+    [
+      String(concurrency).padStart(11),
+      karotte.perMinute.toFixed(1).padStart(20),
+      naive.perMinute.toFixed(1).padStart(18),
+      `${(naive.perMinute / karotte.perMinute).toFixed(1)}x`.padStart(15),
+      karotte.medianMs.toFixed(0).padStart(17),
+      naive.medianMs.toFixed(0).padStart(15),
+    ].join(' | '),
   );
 }

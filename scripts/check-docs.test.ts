@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain .mjs script without types
 import { checkContractCopy, checkDocs, checkLinks, isCI, linksOf, markdownFiles } from './check-docs.mjs';
 
@@ -49,6 +49,16 @@ function runScript(root: string, env: Record<string, string | undefined>) {
 }
 
 describe('check-docs: the contract copy', () => {
+  // The fixtures' own ../shared is what is compared: CI sets KAROTTE_SHARED_DIR for the real
+  // checkout, which must not leak into these tests.
+  const savedShared = process.env['KAROTTE_SHARED_DIR'];
+  beforeEach(() => {
+    delete process.env['KAROTTE_SHARED_DIR'];
+  });
+  afterEach(() => {
+    if (savedShared !== undefined) process.env['KAROTTE_SHARED_DIR'] = savedShared;
+  });
+
   it('passes when docs/contract.md equals ../shared/contract.md byte for byte', () => {
     expect(checkContractCopy(fixture({}), { ci: true })).toEqual({ errors: [], notes: [] });
   });

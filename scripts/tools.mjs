@@ -83,12 +83,23 @@ export function nodeToolsDir() {
 
 /** Create `dir` (mode 0755) and check that it and every ancestor is root-owned, not writable by others. */
 function ensureRootOwnedDir(dir) {
-  fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+  const umask = process.umask(0o022);
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+  } finally {
+    process.umask(umask);
+  }
   for (let current = dir; ; current = path.dirname(current)) {
     const stat = fs.lstatSync(current);
     if (!stat.isDirectory() || stat.uid !== 0 || (stat.mode & 0o022) !== 0) {
       throw new Error(
         `${current} must be a root-owned directory that only root can write (it holds the Node.js the harness trusts)`,
+      );
+    }
+    // Graders run this Node.js as a fresh unprivileged uid: it must be able to reach it.
+    if ((stat.mode & 0o001) === 0) {
+      throw new Error(
+        `${current} must be searchable by others (mode o+x): graders run the Node.js inside it`,
       );
     }
     if (current === path.dirname(current)) return;
@@ -100,7 +111,7 @@ function fileDigest(file) {
 }
 
 /** npm, found beside the running node or in the system directories; never from PATH alone. */
-function npmCommand() {
+export function npmCommand() {
   for (const dir of [path.dirname(process.execPath), ...SYSTEM_BIN]) {
     const candidate = path.join(dir, 'npm');
     if (fs.existsSync(candidate)) return candidate;
@@ -109,7 +120,7 @@ function npmCommand() {
 }
 
 /**
- * Install tools/<tool> with `npm ci` (its lockfile pins every tarball's integrity) into
+ * Install tools/<tool> with npm against its lockfile (which pins every tarball's integrity) into
  * `target`, unless `target` already holds an install of the same lockfile. The install goes
  * to a sibling directory first and is renamed into place, so an interrupted setup never leaves
  * a half-installed tool behind.
@@ -121,7 +132,11 @@ function installTool(tool, target, check) {
   if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === want && check()) return false;
   const staging = `${target}.staging-${process.pid}`;
   fs.rmSync(staging, { recursive: true, force: true });
+  // A strict umask (027, 077) would leave the binary unreachable for the grader's uid, which
+  // must run it: what is installed is world-readable, and only root can write it.
+  const umask = process.umask(0o022);
   fs.mkdirSync(staging, { recursive: true, mode: 0o755 });
+  fs.chmodSync(staging, 0o755);
   try {
     fs.copyFileSync(path.join(manifests, tool, 'package.json'), path.join(staging, 'package.json'));
     fs.copyFileSync(lock, path.join(staging, 'package-lock.json'));
@@ -141,6 +156,7 @@ function installTool(tool, target, check) {
     fs.renameSync(staging, target);
   } finally {
     fs.rmSync(staging, { recursive: true, force: true });
+    process.umask(umask);
   }
   if (!check()) throw new Error(`tools/${tool} installed into ${target} but does not run`);
   return true;
@@ -203,11 +219,40 @@ export function pnpmPath({ install = false } = {}) {
  * of the node that runs the project, so nothing depends on the user's PATH.
  */
 export function toolEnv(node = projectNodeOrSelf(), base = process.env) {
-  // pnpm's directory first: it holds only pnpm, and a node directory such as /usr/bin may also
-  // hold a pnpm installed by hand, which must not win over the pinned one.
-  const prefix = [pnpmBinDir, path.dirname(node)];
+  // Not the node's own directory: /usr/bin or /usr/local/bin may also hold a pnpm, turbo or
+  // tsc installed by hand, which must not win over the project's. A private directory holds a
+  // link to node alone, after the pinned pnpm.
+  const prefix = [pnpmBinDir, nodeOnlyDir(node)];
   const rest = (base.PATH ?? '').split(':').filter((entry) => entry !== '' && !prefix.includes(entry));
   return { ...base, PATH: [...prefix, ...rest].join(':') };
+}
+
+/**
+ * A directory holding only a `node` link to `node` (under .tools/, one per binary). A child
+ * started through it still runs the real binary: Node.js takes process.execPath from
+ * /proc/self/exe, so the harness's trusted-interpreter check sees the real path.
+ */
+function nodeOnlyDir(node) {
+  const dir = path.join(
+    localTools,
+    'node-path',
+    crypto.createHash('sha256').update(node).digest('hex').slice(0, 12),
+  );
+  const link = path.join(dir, 'node');
+  let current;
+  try {
+    current = fs.readlinkSync(link);
+  } catch {
+    current = undefined;
+  }
+  if (current !== node) {
+    fs.mkdirSync(dir, { recursive: true });
+    const temporary = `${link}.${process.pid}`;
+    fs.rmSync(temporary, { force: true });
+    fs.symlinkSync(node, temporary);
+    fs.renameSync(temporary, link);
+  }
+  return dir;
 }
 
 function projectNodeOrSelf() {
@@ -220,8 +265,11 @@ function projectNodeOrSelf() {
  * sent to this process are passed on. Returns when this node is supported.
  */
 export function reexecOnSupportedNode({ install = false } = {}) {
-  if (isSupportedNode()) return;
-  const node = projectNode({ install });
+  // KAROTTE_TEST_FORCE_REEXEC=1 (tests only): behave as on an unsupported Node.js, so the
+  // re-exec is tested on any machine; the child does not inherit it.
+  const forced = process.env.KAROTTE_TEST_FORCE_REEXEC === '1';
+  if (isSupportedNode() && !forced) return;
+  const node = forced ? pinnedNode(DEFAULT_MAJOR, { install }) : projectNode({ install });
   if (node === undefined) {
     log(
       `Node.js ${process.versions.node} is older than ${SUPPORTED_NODE} and the project's Node.js ${pinnedNodeVersion(DEFAULT_MAJOR)} is not installed: run \`npm run setup\` first`,
@@ -233,9 +281,11 @@ export function reexecOnSupportedNode({ install = false } = {}) {
   if (script === undefined) throw new Error('no script to run again');
   // Asynchronous spawn, so signals can be passed on while the child runs.
   import('node:child_process').then(({ spawn }) => {
+    const env = toolEnv(node);
+    delete env.KAROTTE_TEST_FORCE_REEXEC;
     const child = spawn(node, [...process.execArgv, script, ...process.argv.slice(2)], {
       stdio: 'inherit',
-      env: toolEnv(node),
+      env,
     });
     const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'];
     const forward = (signal) => {
@@ -274,6 +324,7 @@ export const SYSTEM_PREREQUISITES = [
   ['prlimit', 'util-linux'],
   ['mount', 'mount'],
   ['umount', 'mount'],
+  ['losetup', 'mount'],
   ['fallocate', 'util-linux'],
   ['ipcrm', 'util-linux'],
   ['ip', 'iproute2'],

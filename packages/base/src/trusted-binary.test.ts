@@ -46,6 +46,27 @@ describe('resolveTrustedBinary', () => {
     expect((error as TrustedBinaryError).code).toBe('UNTRUSTED_BINARY');
   });
 
+  // Root only: the chain needs root-owned directories that only root can write, outside /tmp.
+  it.skipIf(process.getuid?.() !== 0)('refuses a link chain through a directory others can write', () => {
+    const base = fs.mkdtempSync('/run/karotte-chain-');
+    made.push(base);
+    fs.chmodSync(base, 0o755);
+    for (const dir of ['bin', 'mid', 'real']) fs.mkdirSync(path.join(base, dir), { mode: 0o755 });
+    fs.writeFileSync(path.join(base, 'real', 'tool'), '#!/bin/sh\n', { mode: 0o755 });
+    // bin/tool -> ../mid/tool -> <base>/real/tool: relative and absolute hops.
+    fs.symlinkSync('../mid/tool', path.join(base, 'bin', 'tool'));
+    fs.symlinkSync(path.join(base, 'real', 'tool'), path.join(base, 'mid', 'tool'));
+    // Control: every directory on the chain is root's and only root's.
+    expect(resolveTrustedBinary('tool', { dirs: [path.join(base, 'bin')] })).toBe(
+      path.join(base, 'bin', 'tool'),
+    );
+    // The middle link's directory is writable by anyone: it could be re-pointed later.
+    fs.chmodSync(path.join(base, 'mid'), 0o777);
+    expect(() => resolveTrustedBinary('tool', { dirs: [path.join(base, 'bin')] })).toThrow(
+      new RegExp(`${path.join(base, 'mid')} is writable by group or others`),
+    );
+  });
+
   it('rejects names with slashes', () => {
     expect(() => resolveTrustedBinary('../sh')).toThrow(BadArgumentError);
     expect(() => resolveTrustedBinary('')).toThrow(BadArgumentError);

@@ -1,4 +1,4 @@
-import { constants, lstatSync, realpathSync, statSync } from 'node:fs';
+import { constants, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BadArgumentError, KarotteError, isErrno } from './errors.js';
 
@@ -76,10 +76,15 @@ export function resolveTrustedBinary(name: string, options: ResolveTrustedBinary
 
 /** Why `candidate` (resolving to `real`) is not safe to run as root, or undefined when it is. */
 function untrustedReason(candidate: string, real: string): string | undefined {
-  for (const dir of [...ancestors(path.dirname(candidate)), ...ancestors(path.dirname(real))]) {
+  // Every directory the kernel passes through to reach the file, the directories holding each
+  // link of a chain included: whoever can write one of them can re-point a middle link
+  // (`/usr/local/bin/node -> /srv/u/node -> /usr/bin/node` with /srv/u writable by a user).
+  // The link files themselves need no check: a symlink's own mode is never consulted, and
+  // only the owner of the directory holding it can replace it.
+  for (const dir of traversedDirectories(candidate)) {
     const stats = lstatSync(dir);
     if (stats.uid !== 0) return `${dir} is owned by uid ${stats.uid}, not root`;
-    if (stats.isDirectory() && (stats.mode & (constants.S_IWGRP | constants.S_IWOTH)) !== 0) {
+    if ((stats.mode & (constants.S_IWGRP | constants.S_IWOTH)) !== 0) {
       return `${dir} is writable by group or others`;
     }
   }
@@ -92,13 +97,40 @@ function untrustedReason(candidate: string, real: string): string | undefined {
   return undefined;
 }
 
-/** `/a/b/c` → `['/', '/a', '/a/b', '/a/b/c']`. */
-function ancestors(dir: string): string[] {
-  const out: string[] = ['/'];
+/** Symbolic links followed at most, as the kernel's own limit (ELOOP). */
+const MAX_LINK_HOPS = 40;
+
+/**
+ * The real directories traversed when resolving the absolute path `file` component by
+ * component, following every symbolic link (in a directory component or the last one) as the
+ * kernel does: `/` first, then each directory entered, in order, each at most once.
+ */
+function traversedDirectories(file: string): string[] {
+  const seen = new Set<string>(['/']);
+  const pending = file.split('/').filter(Boolean).reverse();
   let current = '/';
-  for (const part of dir.split('/').filter(Boolean)) {
-    current = path.join(current, part);
-    out.push(current);
+  let hops = 0;
+  while (pending.length > 0) {
+    const part = pending.pop()!;
+    if (part === '.') continue;
+    if (part === '..') {
+      current = path.dirname(current);
+      continue;
+    }
+    const next = path.join(current, part);
+    const stats = lstatSync(next);
+    if (stats.isSymbolicLink()) {
+      hops += 1;
+      if (hops > MAX_LINK_HOPS)
+        throw new TrustedBinaryError('UNTRUSTED_BINARY', file, `too many links resolving ${file}`);
+      const target = readlinkSync(next);
+      if (path.isAbsolute(target)) current = '/';
+      pending.push(...target.split('/').filter(Boolean).reverse());
+      continue;
+    }
+    if (pending.length === 0) break; // the file itself
+    current = next;
+    seen.add(current);
   }
-  return out;
+  return [...seen];
 }

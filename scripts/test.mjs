@@ -29,6 +29,9 @@ if (want('lint')) {
   run(process.execPath, ['scripts/check-readmes.mjs']);
   run(process.execPath, ['scripts/check-docs.mjs']);
   run(pnpm, ['exec', 'prettier', '--check', '.', '--log-level', 'warn']);
+  // Unused files, exports and dependencies (knip); one monorepo shape (sherif).
+  run(pnpm, ['exec', 'knip', '--no-progress']);
+  run(pnpm, ['exec', 'sherif']);
 }
 if (want('packages')) {
   run(pnpm, ['exec', 'turbo', 'run', 'check:package', '--output-logs=errors-only']);

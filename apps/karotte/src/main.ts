@@ -5,7 +5,7 @@ import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { UsageError } from './args.js';
 
 /** Where output goes; `isTTY` and `columns` (as process.stdout has them) size tables and lines. */
-export interface OutputStream {
+interface OutputStream {
   write(chunk: string): unknown;
   readonly isTTY?: boolean;
   readonly columns?: number;
@@ -16,7 +16,7 @@ export interface Io {
   readonly stderr: OutputStream;
 }
 
-export function usage(): string {
+function usage(): string {
   const width = Math.max(...Object.keys(commands).map((name) => name.length));
   const lines = Object.entries(commands).map(
     ([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`,

@@ -3,7 +3,7 @@ import { checkHost as checkSandboxHost } from '@karotte/sandbox';
 import type { CheckHostOptions, DefenseReport, HostCheck } from '@karotte/sandbox';
 
 /** The name of the grader interpreter's row in {@link checkHost}'s report. */
-export const GRADER_INTERPRETER_DEFENSE = 'grader_interpreter';
+const GRADER_INTERPRETER_DEFENSE = 'grader_interpreter';
 
 /**
  * Probe what this host enforces for an episode run through core: every defense of the

@@ -12,7 +12,7 @@ import { TextCheck } from './file-types.js';
 import { MAGIC_SAMPLE_BYTES } from './file-types.js';
 
 /** Copy granularity; an all-zero chunk is skipped (a hole in the copy). */
-export const CHUNK_BYTES = 1024 * 1024;
+const CHUNK_BYTES = 1024 * 1024;
 
 /** Reusable buffers for one custody run. */
 export interface CopyBuffers {

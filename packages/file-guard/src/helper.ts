@@ -66,7 +66,7 @@ export const helperStatusSchema = z.union([
     .strict(),
 ]);
 
-export type HelperStatus = z.infer<typeof helperStatusSchema>;
+type HelperStatus = z.infer<typeof helperStatusSchema>;
 
 export interface HelperRequest {
   readonly op: 'read' | 'write' | 'list' | 'stat';

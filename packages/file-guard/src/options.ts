@@ -40,7 +40,7 @@ export const absolutePathSchema = z
   );
 
 /** A relative path inside the root: no `..`, no `.`, no empty component, no NUL. */
-export const relativePathSchema = z
+const relativePathSchema = z
   .string()
   .min(1)
   .refine((value) => !value.includes('\0'), 'must not contain NUL')
@@ -58,7 +58,7 @@ export const relativePathSchema = z
  * What a file must be: `text` (valid UTF-8 without NUL), `archive` (any of
  * {@link ARCHIVE_MIME_TYPES}), an exact MIME type (`image/png`) or a wildcard (`image/*`).
  */
-export const typeSelectorSchema = z
+const typeSelectorSchema = z
   .string()
   .regex(
     /^(text|archive|[a-z0-9][a-z0-9.+-]*\/(\*|[a-z0-9][a-z0-9.+_-]*))$/,

@@ -51,7 +51,7 @@ export function classifyAt(dirFd: number, name: Buffer): ClassifyResult {
 }
 
 /** Map an errno of a lookup to a walk failure kind. */
-export function lookupFailureKind(errno: string | undefined): WalkFailure['kind'] {
+function lookupFailureKind(errno: string | undefined): WalkFailure['kind'] {
   switch (errno) {
     case 'ENOENT':
       return 'missing';

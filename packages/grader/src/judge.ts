@@ -186,11 +186,6 @@ export async function evaluateJudge(judge: Judge, context: JudgeContext): Promis
   }
 }
 
-/** A `GraderError` for an aborted operation. */
-export function abortedError(): GraderError {
-  return new GraderError('ABORTED', 'grading was cancelled');
-}
-
 /** Milliseconds since `start` (a `performance.now()` value), rounded to 0.1 ms. */
 export function elapsed(start: number): number {
   return Math.max(0, Math.round((performance.now() - start) * 10) / 10);

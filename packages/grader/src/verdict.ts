@@ -211,7 +211,7 @@ export const reclaimSummarySchema = z
 export type ReclaimSummary = z.infer<typeof reclaimSummarySchema>;
 
 /** One entry of the custody copy. Paths are relative to the submission root, escaped. */
-export const custodyEntrySchema = z
+const custodyEntrySchema = z
   .object({
     path: z.string(),
     type: z.enum(['file', 'directory', 'symlink']),
@@ -247,7 +247,7 @@ export const networkCheckSchema = z
   .strict();
 export type NetworkCheck = z.infer<typeof networkCheckSchema>;
 
-export const timingsSchema = z
+const timingsSchema = z
   .object({
     reapMs: z.number().nonnegative().nullable(),
     reclaimMs: z.number().nonnegative().nullable(),

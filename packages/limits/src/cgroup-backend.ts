@@ -111,7 +111,7 @@ function rollback(io: CgroupIo, dirs: readonly string[], error: unknown): never 
 }
 
 /** Map a CPU weight (1–10000, 100 = default) to v1 cpu.shares (2–262144, 1024 = default). */
-export function weightToShares(weight: number): number {
+function weightToShares(weight: number): number {
   return Math.min(262_144, Math.max(2, Math.round((weight * 1024) / 100)));
 }
 
@@ -208,7 +208,7 @@ function readNumberOr<T extends number | null>(io: CgroupIo, file: string, fallb
  * processes" rule), then enable the controllers in `base/cgroup.subtree_control` and read
  * them back. Idempotent and safe to run concurrently.
  */
-export function ensureV2Delegation(
+function ensureV2Delegation(
   io: CgroupIo,
   hierarchy: Extract<CgroupHierarchy, { version: 2 }>,
   controllers: readonly string[],

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { z } from 'zod';
 
 /** Name of the leaf the harness moves into on cgroup v2 before it delegates controllers. */
-export const HARNESS_LEAF = 'karotte-harness';
+const HARNESS_LEAF = 'karotte-harness';
 
 /**
  * Where episode groups are created. Detected by {@link detectCgroups}; a caller may pass its

@@ -140,7 +140,7 @@ export function readPidsRecursive(io: CgroupIo, dir: string, depth = 0): number[
 }
 
 /** Sub-directories of `dir`, or none when it is gone. */
-export function safeSubdirs(io: CgroupIo, dir: string): string[] {
+function safeSubdirs(io: CgroupIo, dir: string): string[] {
   try {
     return io.subdirs(dir);
   } catch {

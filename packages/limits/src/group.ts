@@ -143,7 +143,7 @@ export interface LimitGroup extends KillableGroup {
  * The memory a student may use when the caller gives none: the tightest of the host's RAM
  * and every memory limit from `startDir` up its hierarchy, minus the harness headroom.
  */
-export function defaultStudentMemory(
+function defaultStudentMemory(
   io: CgroupIo,
   hierarchy: CgroupHierarchy,
   headroomBytes: number,

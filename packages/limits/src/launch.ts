@@ -33,7 +33,7 @@ export const LAUNCH_SCRIPT = [
 ].join('\n');
 
 /** The value of `$0` in the launch script (shows in `ps` while it runs). */
-export const LAUNCH_ARGV0 = 'karotte-launch';
+const LAUNCH_ARGV0 = 'karotte-launch';
 
 /**
  * Per-process limits (setrlimit, soft = hard) applied by the launch prefix through the

@@ -10,12 +10,12 @@ export interface ProcessIdentity {
 }
 
 /** The boot id of the running kernel (changes on every boot). */
-export function bootId(): string {
+function bootId(): string {
   return fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
 }
 
 /** Start time of `pid` in clock ticks since boot (field 22 of /proc/<pid>/stat), or null when gone. */
-export function startTicks(pid: number): number | null {
+function startTicks(pid: number): number | null {
   let stat: string;
   try {
     stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');

@@ -202,7 +202,7 @@ export function loopDevicesBacking(image: string): string[] {
  * - mount -o loop: attaches a free loop device with autoclear (it detaches on unmount);
  *   nosuid, nodev: nothing the student writes there can gain privileges.
  */
-export const PREPARE_SCRIPT = [
+const PREPARE_SCRIPT = [
   'set -e',
   '"$1" -l "$4" "$6"',
   '"$2" -q -F -m 0 -b 4096 -N "$5" -O ^has_journal,^resize_inode -E nodiscard,lazy_itable_init=1,root_owner=0:0 -L karotte "$6"',
@@ -389,7 +389,7 @@ export async function createQuota(options: QuotaOptions): Promise<Quota> {
  * clusters than are free (a 1 MiB write fails with up to ~1 MiB still free), so "full" is
  * "less than one typical write left", not "zero".
  */
-export const QUOTA_FULL_SLACK_BYTES = 1024 * 1024;
+const QUOTA_FULL_SLACK_BYTES = 1024 * 1024;
 
 class LoopQuota implements Quota {
   readonly id: string;

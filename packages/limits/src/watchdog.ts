@@ -105,7 +105,7 @@ export function sysvShmBytesByCreator(text: string, uid: number): number {
 }
 
 /** RAM-backed mount points of this mount namespace. */
-export function ramBackedMounts(): string[] {
+function ramBackedMounts(): string[] {
   const mounts = parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8'));
   return mounts
     .filter((mount) => mount.fsType === 'tmpfs' || mount.fsType === 'ramfs')

@@ -66,7 +66,7 @@ const IPCRM_FLAG: Record<SysvKind, string> = { shm: '-m', sem: '-s', msg: '-q' }
 const IDS_PER_CALL = 500;
 
 /** Result of one trusted command. */
-export interface CommandResult {
+interface CommandResult {
   readonly exitCode: number | null;
   readonly signal: string | null;
   readonly stdout: Buffer;
@@ -77,7 +77,7 @@ export interface CommandResult {
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 
 /** Run a trusted binary with an empty environment, bounded output and a bounded wait. */
-export function runCommand(argv: readonly string[], timeoutMs: number): Promise<CommandResult> {
+function runCommand(argv: readonly string[], timeoutMs: number): Promise<CommandResult> {
   const [file, ...args] = argv;
   return new Promise((resolve, reject) => {
     const child = spawn(file!, args, { env: {}, stdio: ['ignore', 'pipe', 'pipe'], cwd: '/' });
@@ -142,7 +142,7 @@ export interface MqueueBinaries {
  * queues owned by $2, then list what is left. NUL-separated; the separator holds a `/`,
  * which no queue name can.
  */
-export const MQUEUE_SCRIPT = [
+const MQUEUE_SCRIPT = [
   '"$3" -t mqueue karotte-mqueue "$1" || exit 3',
   'cd "$1" || exit 3',
   '"$4" . -mindepth 1 -maxdepth 1 -uid "$2" -print0 -delete',

@@ -8,14 +8,14 @@ const CAP_SETGID = 6n;
 const CAP_SETUID = 7n;
 
 /** Effective capability mask of this process (`CapEff:` of /proc/self/status). */
-export function effectiveCapabilities(procRoot = '/proc'): bigint {
+function effectiveCapabilities(procRoot = '/proc'): bigint {
   const status = readFileSync(`${procRoot}/self/status`, 'latin1');
   const hex = /^CapEff:\s*([0-9a-f]+)$/m.exec(status)?.[1];
   return hex === undefined ? 0n : BigInt(`0x${hex}`);
 }
 
 /** True when `id` falls in one of the ranges of a uid_map/gid_map (`inside outside count`). */
-export function isMapped(map: string, id: number): boolean {
+function isMapped(map: string, id: number): boolean {
   for (const line of map.split('\n')) {
     const [inside, , length] = line.trim().split(/\s+/).map(Number);
     if (inside === undefined || length === undefined || Number.isNaN(inside) || Number.isNaN(length))

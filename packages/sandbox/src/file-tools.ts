@@ -10,7 +10,7 @@ import { WorldGoneError, type World } from './world.js';
  * the opened descriptor must be a regular file, so a FIFO or a device never blocks or floods.
  * Request on stdin (JSON), one JSON response on stdout.
  */
-export const FILE_TOOL_SCRIPT = String.raw`
+const FILE_TOOL_SCRIPT = String.raw`
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');

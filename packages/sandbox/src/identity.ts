@@ -52,7 +52,7 @@ export interface AllocateOptions {
 }
 
 /** Directory of the uid lock files under the state dir. */
-export function locksDir(stateDir: string): string {
+function locksDir(stateDir: string): string {
   return path.join(stateDir, 'uids');
 }
 
@@ -126,7 +126,7 @@ function readSubordinateIds(files: readonly string[]): SubordinateRange[] {
 }
 
 /** Read a lock; undefined when it is missing or unreadable (a torn write by a killed harness). */
-export function readLease(file: string): LeaseRecord | undefined {
+function readLease(file: string): LeaseRecord | undefined {
   try {
     // eslint-disable-next-line no-restricted-syntax -- root-only file written by this package, validated by the schema
     const parsed = leaseRecordSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
@@ -141,7 +141,7 @@ export function readLease(file: string): LeaseRecord | undefined {
  * process (start time differs). A lock we cannot parse is stale too, but only once it is old
  * enough that its writer cannot still be writing it.
  */
-export function isLeaseStale(record: LeaseRecord | undefined, currentBoot: string): boolean {
+function isLeaseStale(record: LeaseRecord | undefined, currentBoot: string): boolean {
   if (record === undefined) return true;
   if (record.bootId !== currentBoot) return true;
   return !isSameProcessAlive(record.ownerPid, record.ownerStartTime);

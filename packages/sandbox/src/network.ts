@@ -131,7 +131,7 @@ printf '\n@end\n'
 `;
 
 /** TCP port of the loopback control: nothing listens in a fresh namespace, so the kernel answers RST. */
-export const LOOPBACK_CONTROL_PORT = 1;
+const LOOPBACK_CONTROL_PORT = 1;
 
 /** The probe's argv tail (after the script): every target as UDP, then the four loopback controls. */
 export function probeArguments(targets: readonly NetworkTarget[]): string[] {

@@ -70,7 +70,7 @@ export function isSameProcessLiving(pid: number, startTime: number): boolean {
 }
 
 /** Real uid of `pid`, or undefined when it is gone. */
-export function realUidOf(pid: number): number | undefined {
+function realUidOf(pid: number): number | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const match = /^Uid:\s+(\d+)/m.exec(status);
@@ -122,8 +122,3 @@ export function bootId(): string {
   }
 }
 
-/** Clock ticks since boot now (from /proc/uptime, 10 ms resolution), comparable to `startTime`. */
-export function ticksNow(): number {
-  const uptime = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
-  return Math.floor(uptime * 100);
-}

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
   type Dirent,
-  accessSync,
   chmodSync,
   constants,
   existsSync,
@@ -965,12 +964,3 @@ function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** True when `value` can be spawned by the student (used by checks and tests). */
-export function isExecutableByOthers(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return (statSync(file).mode & constants.S_IXOTH) !== 0;
-  } catch {
-    return false;
-  }
-}

@@ -1,5 +1,5 @@
 // The narrow seams through which the sandbox uses its sibling packages. Everything the
-// sandbox needs from @karotte/limits, @karotte/proc-reaper and @karotte/file-guard passes
+// sandbox needs from @karotte/limits and @karotte/proc-reaper passes
 // through this file, so a change in one of them is a change here only.
 import {
   createEpisodeLimits,

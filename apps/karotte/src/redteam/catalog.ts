@@ -21,7 +21,7 @@ export const ATTACK_CLASSES = [
   'test-suite',
 ] as const;
 
-export type AttackClass = (typeof ATTACK_CLASSES)[number];
+type AttackClass = (typeof ATTACK_CLASSES)[number];
 
 export interface Attack {
   /** Stable id, kebab-case. */

@@ -82,7 +82,7 @@ export interface RedteamOptions {
 }
 
 /** The attacks of the catalog and of `<task>/attacks/`, filtered by `only`. */
-export async function planRedteam(task: Task, only?: readonly string[]): Promise<Planned[]> {
+async function planRedteam(task: Task, only?: readonly string[]): Promise<Planned[]> {
   const submission = task.steps[0]!.submission[0]!;
   const planned: Planned[] = [];
   const controlFile = task.dir === undefined ? undefined : path.join(task.dir, 'control.json');

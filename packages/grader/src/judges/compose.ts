@@ -27,7 +27,7 @@ function isNonEmptyList(value: unknown): boolean {
 const LEVEL_ORDER: Record<Confinement['level'], number> = { in_process: 0, process: 1, sandbox: 2 };
 
 /** The weakest confinement among reports (the one a verdict must admit to). */
-export function weakestConfinement(reports: readonly JudgeReport[]): Confinement | null {
+function weakestConfinement(reports: readonly JudgeReport[]): Confinement | null {
   let weakest: Confinement | null = null;
   for (const report of reports) {
     if (weakest === null || LEVEL_ORDER[report.confinement.level] < LEVEL_ORDER[weakest.level])

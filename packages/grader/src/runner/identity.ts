@@ -108,7 +108,7 @@ export async function allocateGraderIdentity(options: AllocateIdentityOptions): 
 }
 
 /** `<pid> <start time in clock ticks>`: a pid plus its start time names one process forever. */
-export async function ownerStamp(pid: number): Promise<string> {
+async function ownerStamp(pid: number): Promise<string> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   // Field 22 (starttime), counted after the last ')' (the command name may contain spaces).
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -13,7 +13,7 @@ export interface SandboxBinaries {
 }
 
 /** How to confine a launch: a fresh uid in its own namespaces and cgroup. */
-export interface SandboxSpec {
+interface SandboxSpec {
   readonly uid: number;
   readonly gid: number;
   readonly cgroup: GraderCgroup;

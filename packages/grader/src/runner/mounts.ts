@@ -1,22 +1,9 @@
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { toSystemError } from '@karotte/base';
 
 /** Decode the octal escapes (`\040` for a space) of a /proc/self/mountinfo path field. */
 export function decodeMountPath(field: string): string {
   return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
-}
-
-/** Mount points of this process's mount namespace, in mount order. */
-export async function listMountPoints(mountinfoFile = '/proc/self/mountinfo'): Promise<string[]> {
-  const text = await readFile(mountinfoFile, 'utf8');
-  const out: string[] = [];
-  for (const line of text.split('\n')) {
-    const fields = line.split(' ');
-    if (fields.length < 5) continue;
-    out.push(decodeMountPath(fields[4]!));
-  }
-  return out;
 }
 
 /** True when `child` is `parent` or below it (plain path prefix on `/` boundaries). */

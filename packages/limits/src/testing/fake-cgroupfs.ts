@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { CgroupIo } from '../cgroup-io.js';
 
 /** An errno-shaped error like the ones node:fs throws. */
-export class FakeErrnoError extends Error {
+class FakeErrnoError extends Error {
   constructor(
     readonly code: string,
     readonly syscall: string,

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { escapeForDisplay } from '@karotte/base';
 import type { HostCheck } from '@karotte/core';
 import { renderCheck } from './commands/check.js';
 import { renderRedteamTable } from './commands/redteam.js';
 import type { RedteamRow } from './redteam/run.js';
 import {
   DEFAULT_WIDTH,
+  displaySafe,
   fitColumns,
   indentWrapped,
   shortenCommand,
@@ -100,7 +102,34 @@ describe('shortenCommand', () => {
       'echo 42 > answer.txt ⏎ ls -la /tmp',
     );
     expect(shortenCommand(`cat ${'x'.repeat(200)}`, 20)).toBe(`cat ${'x'.repeat(15)}…`);
-    expect(shortenCommand('printf "\\033[2J"\u001b[31m red', 80)).toBe('printf "\\033[2J" [31m red');
+    // Whitespace (a lone carriage return too) is a space; other controls are visible escapes.
+    expect(shortenCommand('printf "\\033[2J"\u001b[31m red\rx\u0007\u202e', 80)).toBe(
+      'printf "\\033[2J"\\u{1b}[31m red x\\u{7}\\u{202e}',
+    );
+  });
+});
+
+describe('displaySafe', () => {
+  it('escapes controls, bidi and zero-width characters as escapeForDisplay does, and keeps the rest', () => {
+    const text = 'a\u001b[2J\r\n\t\u0007\u007f\u009b\u202e\u2066\u200b\ufeff\ud800 é ✓ 中';
+    expect(displaySafe(text)).toBe(
+      'a\\u{1b}[2J\\r\\n\\t\\u{7}\\u{7f}\\u{9b}\\u{202e}\\u{2066}\\u{200b}\\u{feff}\\u{d800} é ✓ 中',
+    );
+    for (const char of text) {
+      if (char !== '\\') expect(displaySafe(char)).toBe(escapeForDisplay(char));
+    }
+  });
+
+  it('keeps backslashes, so text escaped before comes out unchanged', () => {
+    const escaped = escapeForDisplay('x\u001b[2J\\y');
+    expect(displaySafe(escaped)).toBe(escaped);
+    expect(displaySafe('C:\\dir\\n')).toBe('C:\\dir\\n');
+  });
+
+  it('is fast enough for a long command (1 MiB)', () => {
+    const started = performance.now();
+    expect(shortenCommand(`echo ${'x\u001b'.repeat(512 * 1024)}`, 80)).toHaveLength(80);
+    expect(performance.now() - started).toBeLessThan(2000);
   });
 });
 

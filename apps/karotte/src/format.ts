@@ -1,3 +1,5 @@
+import { escapeForDisplay } from '@karotte/base';
+
 /** `950 ms`, `3.2 s`, `2 min 5 s`. */
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
@@ -190,14 +192,30 @@ export function indentWrapped(
 }
 
 /**
- * A command as one short line for a progress display: each line break becomes ` ⏎ `, other
- * control characters and runs of whitespace one space, then it is cut to `width` with `…`.
+ * `text` safe to print on a terminal or in a log: the characters that could move the cursor,
+ * clear the screen, ring the bell, rewrite the line or reorder what is shown (C0 and C1 controls
+ * such as ESC, CR and BEL, DEL, bidi embeddings, overrides and isolates, the zero-width
+ * characters U+200B–U+200F and U+FEFF, lone surrogates) become visible escapes (`\u{1b}`, `\r`,
+ * `\n`, …), exactly those @karotte/base's `escapeForDisplay` escapes and as it writes them;
+ * everything else is kept, backslashes too, so a string escaped before (core escapes tool names)
+ * comes out unchanged. Every string the student, the replay file or a grader can choose goes
+ * through this before the app prints it.
+ */
+export function displaySafe(text: string): string {
+  let out = '';
+  for (const char of text) out += char === '\\' ? char : escapeForDisplay(char, Infinity);
+  return out;
+}
+
+/**
+ * A command as one short line for a progress display: each line break becomes ` ⏎ `, each run
+ * of whitespace (tabs, lone carriage returns included) one space, any other control or format
+ * character a visible escape ({@link displaySafe}), then it is cut to `width` with `…`.
  */
 export function shortenCommand(command: string, width: number): string {
   const flat = command
     .split(/\r?\n/)
-    // eslint-disable-next-line no-control-regex -- the point is to remove control characters
-    .map((line) => line.replace(/[\u0000-\u001f\u007f-\u009f\s]+/g, ' ').trim())
+    .map((line) => displaySafe(line.replace(/\s+/g, ' ').trim()))
     .filter((line) => line !== '')
     .join(' ⏎ ');
   return truncate(flat, Math.max(10, width));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EpisodeProgress, EpisodeResult } from '@karotte/core';
-import { createProgressPrinter, explainResult } from './progress.js';
+import { createProgressPrinter, explainResult, progressWanted } from './progress.js';
 
 function printed(events: EpisodeProgress[], width = 80, steps = 1): string[] {
   const lines: string[] = [];
@@ -71,6 +71,66 @@ describe('createProgressPrinter', () => {
     );
     expect(call).toMatch(/^\[step 2 call 1\] \$ echo y+…$/);
     expect(call!.length).toBe(40);
+  });
+
+  it('escapes what the student or the replay chose: a tool name, a command, a note', () => {
+    const lines = printed([
+      {
+        type: 'tool_call',
+        step: 0,
+        toolCallId: 'a',
+        name: 'py\u001b[2J\rthon\u0007\u202egnp.exe',
+        command: null,
+      },
+      {
+        type: 'tool_result',
+        step: 0,
+        toolCallId: 'a',
+        exitCode: null,
+        timedOut: false,
+        durationMs: 0,
+        note: 'refused \u001b]0;owned\u0007\rcall 9 passed\u2066x\u2069',
+      },
+      { type: 'tool_call', step: 0, toolCallId: 'b', name: 'bash', command: 'echo \u001b[2J\u0007\u202eok' },
+      {
+        type: 'tool_result',
+        step: 0,
+        toolCallId: 'b',
+        exitCode: 0,
+        timedOut: false,
+        durationMs: 5,
+        note: 'output cut\u001b[1A\u009b2K',
+      },
+    ]);
+    expect(lines).toEqual([
+      '[call 1] py\\u{1b}[2J\\rthon\\u{7}\\u{202e}gnp.exe (not a well-formed bash call)',
+      '[call 1] not run: refused \\u{1b}]0;owned\\u{7}\\rcall 9 passed\\u{2066}x\\u{2069}',
+      '[call 2] $ echo \\u{1b}[2J\\u{7}\\u{202e}ok',
+      '[call 2] exit 0 (5 ms; output cut\\u{1b}[1A\\u{9b}2K)',
+    ]);
+    for (const line of lines) expect(line).not.toMatch(TERMINAL_CONTROLS);
+  });
+
+  it('keeps a name core escaped already as it is (no double escapes)', () => {
+    const [line] = printed([
+      { type: 'tool_call', step: 0, toolCallId: 'a', name: 'py\\u{1b}[2J', command: null },
+    ]);
+    expect(line).toBe('[call 1] py\\u{1b}[2J (not a well-formed bash call)');
+  });
+});
+
+/** C0 and C1 controls, DEL, bidi embeddings, overrides and isolates: none may reach a terminal. */
+// eslint-disable-next-line no-control-regex -- the point is to find control characters
+const TERMINAL_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;
+
+describe('progressWanted', () => {
+  it('is on at a terminal, off on a pipe or a file, never with --json unless --progress', () => {
+    expect(progressWanted({}, true)).toBe(true);
+    expect(progressWanted({}, false)).toBe(false);
+    expect(progressWanted({ json: true }, true)).toBe(false);
+    expect(progressWanted({ quiet: true }, true)).toBe(false);
+    expect(progressWanted({ progress: true }, false)).toBe(true);
+    expect(progressWanted({ progress: true, json: true }, false)).toBe(true);
   });
 });
 
@@ -143,6 +203,33 @@ describe('explainResult', () => {
       '  why: SYMLINK: answer.txt is a symbolic link (to\n       /etc/hostname); it was not followed',
       '  why: PIDS_LIMIT: the pids limit (256) was hit',
     ]);
+  });
+
+  it("escapes the grader's reason, its metadata and misbehavior messages", () => {
+    const reason = explainResult(
+      result({
+        status: 'failed',
+        judge: { metadata: { reason: 'wrong\u001b[2J\r\u0007 total \u202eexe.txt' } },
+      }),
+      120,
+    );
+    expect(reason).toEqual([
+      '  why: the grader scored 0 (needs 1 to pass): wrong\\u{1b}[2J \\u{7} total \\u{202e}exe.txt',
+    ]);
+    const metadata = explainResult(
+      result({ status: 'failed', judge: { metadata: { note: '\u009b2J\u2067x' } } }),
+      120,
+    );
+    expect(metadata).toEqual([
+      '  why: the grader scored 0 (needs 1 to pass): metadata {"note":"\\u{9b}2J\\u{2067}x"}',
+    ]);
+    const misbehavior = explainResult(
+      result({ status: 'failed', misbehavior: [{ code: 'SYMLINK', message: 'a\u001b[31m\u0007b' }] }),
+      120,
+    );
+    expect(misbehavior).toEqual(['  why: SYMLINK: a\\u{1b}[31m\\u{7}b']);
+    for (const line of [...reason, ...metadata, ...misbehavior])
+      expect(line.replaceAll('\n', '')).not.toMatch(TERMINAL_CONTROLS);
   });
 
   it('says nothing for a pass or an error (the summary line holds the error)', () => {

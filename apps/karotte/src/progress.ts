@@ -1,10 +1,27 @@
 import type { EpisodeProgress, EpisodeResult } from '@karotte/core';
-import { formatDuration, indentWrapped, shortenCommand, truncate } from './format.js';
+import { displaySafe, formatDuration, indentWrapped, shortenCommand, truncate } from './format.js';
+
+/**
+ * Whether `run` prints progress on stderr: `--progress` forces it, `--quiet` turns it off, and
+ * otherwise only a person at a terminal gets it (stderr a TTY, and no `--json`). A caller that
+ * pipes stderr and never reads it (a trainer reading only result.json) would block once the pipe
+ * is full, and one that merges stderr into stdout would break its `--json` parse.
+ */
+export function progressWanted(
+  flags: { readonly progress?: boolean; readonly quiet?: boolean; readonly json?: boolean },
+  stderrIsTTY: boolean,
+): boolean {
+  if (flags.progress === true) return true;
+  if (flags.quiet === true || flags.json === true) return false;
+  return stderrIsTTY;
+}
 
 /**
  * Turns an episode's progress events into lines for a person watching (stderr): the sandbox,
  * each tool call as it starts (its command on one shortened line) and as it ends (exit code
- * and duration), then collect and grade. Lines fit `width`; `steps` > 1 names the step.
+ * and duration), then collect and grade. Lines fit `width`; `steps` > 1 names the step. Every
+ * string the student, the replay or a grader chose (a tool name, a command, a note) is printed
+ * through {@link displaySafe}.
  */
 export function createProgressPrinter(
   write: (line: string) => void,
@@ -36,8 +53,8 @@ interface ProgressContext {
   readonly callNumber: (toolCallId: string, start: boolean) => number;
 }
 
-/** One progress line for `event`, or null when it is not worth a line. */
-export function formatProgress(event: EpisodeProgress, context: ProgressContext): string | null {
+/** One progress line for `event` (terminal-safe), or null when it is not worth a line. */
+function formatProgress(event: EpisodeProgress, context: ProgressContext): string | null {
   switch (event.type) {
     case 'judges_checked':
       return null;
@@ -45,7 +62,8 @@ export function formatProgress(event: EpisodeProgress, context: ProgressContext)
       return `[sandbox] ready: uid ${event.uid} (${formatDuration(event.durationMs)})`;
     case 'tool_call': {
       const label = `[${context.step(event.step)}call ${context.callNumber(event.toolCallId, true)}]`;
-      if (event.command === null) return `${label} ${truncate(event.name, 64)} (not a well-formed bash call)`;
+      if (event.command === null)
+        return `${label} ${truncate(displaySafe(event.name), 64)} (not a well-formed bash call)`;
       const prefix = `${label} $ `;
       return `${prefix}${shortenCommand(event.command, context.width - prefix.length)}`;
     }
@@ -53,16 +71,25 @@ export function formatProgress(event: EpisodeProgress, context: ProgressContext)
       const label = `[${context.step(event.step)}call ${context.callNumber(event.toolCallId, false)}]`;
       const took = formatDuration(event.durationMs);
       if (event.timedOut) return `${label} timed out after ${took}, stopped (the shell goes on)`;
-      if (event.exitCode === null) return `${label} not run: ${event.note ?? 'refused'}`;
-      return `${label} exit ${event.exitCode} (${took}${event.note === null ? '' : `; ${event.note}`})`;
+      const note = event.note === null ? null : displaySafe(event.note);
+      if (event.exitCode === null) return `${label} not run: ${note ?? 'refused'}`;
+      return `${label} exit ${event.exitCode} (${took}${note === null ? '' : `; ${note}`})`;
     }
     case 'collect':
-      return `[${context.step(event.step)}collect] reaping the student's processes, taking custody of ${event.submission.join(', ')}`;
+      return `[${context.step(event.step)}collect] reaping the student's processes, taking custody of ${displaySafe(event.submission.join(', '))}`;
     case 'graded': {
       const judged = event.judgeMs === null ? 'not judged' : `grade ${formatDuration(event.judgeMs)}`;
       return `[${context.step(event.step)}grade] ${event.status} score=${event.score} (collect ${formatDuration(event.collectMs)}, ${judged})`;
     }
   }
+}
+
+/**
+ * Text for {@link indentWrapped}: whitespace (line breaks, tabs, carriage returns) is where it
+ * wraps anyway, so it becomes spaces; any other control or format character is escaped.
+ */
+function prose(text: string): string {
+  return displaySafe(text.replace(/\s+/g, ' '));
 }
 
 type JudgeReport = NonNullable<EpisodeResult['steps'][number]['verdict']['judge']>;
@@ -83,12 +110,14 @@ function judgeReason(report: JudgeReport | null): string | undefined {
  * Why a run did not pass, as lines for a person (each `  why: …`, wrapped to `width`): the
  * misbehavior codes and messages, else the judge's reason (a grader's `metadata.reason`, or
  * its metadata) for the score it gave. Empty for a passed run and for `error` (whose code and
- * message the summary line already holds).
+ * message the summary line already holds). Codes, messages and the grader's words are printed
+ * through {@link displaySafe}.
  */
 export function explainResult(result: EpisodeResult, width: number): string[] {
   if (result.status !== 'failed') return [];
   const lines: string[] = [];
-  for (const m of result.misbehavior) lines.push(indentWrapped(`${m.code}: ${m.message}`, width, '  why: '));
+  for (const m of result.misbehavior)
+    lines.push(indentWrapped(prose(`${m.code}: ${m.message}`), width, '  why: '));
   if (lines.length > 0) return lines;
   const verdict = result.steps.at(-1)?.verdict;
   if (verdict === undefined) return [];
@@ -99,7 +128,7 @@ export function explainResult(result: EpisodeResult, width: number): string[] {
   const detail = reason ?? (metadata === '{}' ? 'the grader gave no reason' : `metadata ${metadata}`);
   return [
     indentWrapped(
-      `the grader scored ${verdict.judgeScore ?? verdict.score} (${threshold}): ${detail}`,
+      `the grader scored ${verdict.judgeScore ?? verdict.score} (${threshold}): ${prose(detail)}`,
       width,
       '  why: ',
     ),

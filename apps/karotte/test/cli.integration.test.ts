@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_STATE_DIR, listLeases } from '@karotte/sandbox';
 import { pidsOfUid } from '../../../test/support/index.js';
+import { npmCommand } from '../../../scripts/tools.mjs';
 
 const app = path.resolve(import.meta.dirname, '..');
 const cli = path.join(app, 'dist', 'cli.js');
@@ -49,10 +50,11 @@ interface Run {
   transcript: Record<string, unknown>[];
 }
 
-function run(task: string, replay: string, out: string): Run {
+/** `karotte run` with stderr a pipe (so no progress unless `extra` holds --progress). */
+function run(task: string, replay: string, out: string, extra: readonly string[] = []): Run {
   const child = spawnSync(
     process.execPath,
-    [cli, 'run', '--task', task, '--agent', 'replay', '--replay', replay, '--out', out],
+    [cli, 'run', '--task', task, '--agent', 'replay', '--replay', replay, '--out', out, ...extra],
     {
       encoding: 'utf8',
       timeout: 180_000,
@@ -172,7 +174,7 @@ async function startLongRun(dir: string): Promise<{ child: ChildProcess; out: st
 describe('karotte run (contract sections 2 to 6)', () => {
   it.each(['quarterly-revenue', 'roman-numerals'])('the %s control passes with score 1', (name) => {
     const out = tmp(name);
-    const r = run(path.join(examples, name), path.join(examples, name, 'control.json'), out);
+    const r = run(path.join(examples, name), path.join(examples, name, 'control.json'), out, ['--progress']);
     // stderr holds progress lines only: the sandbox, each call as it starts and ends, collect, grade.
     const progress = r.stderr.split('\n').filter(Boolean);
     for (const line of progress) expect(line).toMatch(/^\[(sandbox|call \d+|collect|grade)\] /);
@@ -200,6 +202,7 @@ describe('karotte run (contract sections 2 to 6)', () => {
         `cat orders.csv | head -3\n${'sort -u orders.csv '.repeat(20)}`,
       ]),
       path.join(dir, 'out'),
+      ['--progress'],
     );
     expect(r.status).toBe(0);
     expect(r.result).toMatchObject({ status: 'failed', score: 0, misbehavior: [] });
@@ -215,6 +218,64 @@ describe('karotte run (contract sections 2 to 6)', () => {
     expect(second.length).toBe(80);
     expect(progress.at(-2)).toBe("[collect] reaping the student's processes, taking custody of answer.txt");
     expect(progress.at(-1)).toMatch(/^\[grade\] failed score=0 /);
+  });
+
+  it('stderr a pipe and no flag: no progress, nothing on stderr (a caller that never reads it cannot block)', () => {
+    const dir = tmp('no-progress');
+    const r = run(
+      path.join(examples, 'quarterly-revenue'),
+      path.join(examples, 'quarterly-revenue', 'control.json'),
+      path.join(dir, 'out'),
+    );
+    expect(r.status).toBe(0);
+    expect(r.result).toMatchObject({ status: 'passed', score: 1 });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/^quarterly-revenue: passed score=1 \(uid \d+, .*\) -> .*result\.json\n$/);
+    // --json with stderr merged into stdout (2>&1) is one JSON document; --progress and --quiet
+    // together are a usage error naming both.
+    const merged = spawnSync(
+      '/bin/sh',
+      [
+        '-c',
+        '"$0" "$@" 2>&1',
+        process.execPath,
+        cli,
+        'run',
+        '--task',
+        path.join(examples, 'quarterly-revenue'),
+        '--agent',
+        'replay',
+        '--replay',
+        path.join(examples, 'quarterly-revenue', 'control.json'),
+        '--out',
+        path.join(dir, 'json'),
+        '--json',
+      ],
+      { encoding: 'utf8', timeout: 180_000 },
+    );
+    expect(merged.status, merged.stdout).toBe(0);
+    expect(JSON.parse(merged.stdout)).toMatchObject({ taskId: 'quarterly-revenue', status: 'passed' });
+    const both = spawnSync(
+      process.execPath,
+      [
+        cli,
+        'run',
+        '--task',
+        path.join(examples, 'quarterly-revenue'),
+        '--agent',
+        'replay',
+        '--replay',
+        path.join(examples, 'quarterly-revenue', 'control.json'),
+        '--out',
+        path.join(dir, 'both'),
+        '--progress',
+        '--quiet',
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(both.status).toBe(2);
+    expect(both.stderr).toContain('--progress and --quiet');
+    expect(fs.existsSync(path.join(dir, 'both'))).toBe(false);
   });
 
   it("a copy of the answer key elsewhere in the app's directory is out of reach (the app hides its directory)", () => {
@@ -390,6 +451,7 @@ describe('an untrusted grader interpreter (the harness run by Node.js in /tmp or
           path.join(examples, 'quarterly-revenue', 'control.json'),
           '--out',
           out,
+          '--progress',
         ],
         { encoding: 'utf8', timeout: 120_000 },
       );
@@ -445,7 +507,13 @@ describe('an untrusted grader interpreter (the harness run by Node.js in /tmp or
 
 describe("relative paths are the caller's (npm run --silent karotte from another directory)", () => {
   const root = path.resolve(app, '..', '..');
-  const toolchainPath = `${path.dirname(process.execPath)}:/usr/bin:/bin`;
+  // This test's own PATH (scripts/test.mjs gives every child the project's toolchain PATH) with
+  // the running node in front; npm itself is found as the project's scripts find it (beside node,
+  // else /usr/local/bin, /usr/bin, /bin), never from a PATH written here.
+  const npm = npmCommand();
+  const toolchainPath = [path.dirname(process.execPath), ...(process.env['PATH'] ?? '').split(':')]
+    .filter((entry, i, all) => entry !== '' && all.indexOf(entry) === i)
+    .join(':');
 
   it('validate --task <relative> from a subdirectory of the repository resolves from there', () => {
     const cwd = path.join(root, 'packages');
@@ -453,7 +521,7 @@ describe("relative paths are the caller's (npm run --silent karotte from another
     expect(relative.startsWith('..')).toBe(true);
     // From the repository root the same path names nothing: only the caller's directory works.
     expect(fs.existsSync(path.join(root, relative))).toBe(false);
-    const child = spawnSync('npm', ['run', '--silent', 'karotte', '--', 'validate', '--task', relative], {
+    const child = spawnSync(npm, ['run', '--silent', 'karotte', '--', 'validate', '--task', relative], {
       cwd,
       encoding: 'utf8',
       env: { ...process.env, PATH: toolchainPath },
@@ -468,7 +536,7 @@ describe("relative paths are the caller's (npm run --silent karotte from another
     const cwd = tmp('relative');
     fs.cpSync(path.join(examples, 'quarterly-revenue'), path.join(cwd, 'task'), { recursive: true });
     const child = spawnSync(
-      'npm',
+      npm,
       [
         '--prefix',
         root,

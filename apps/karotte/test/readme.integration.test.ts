@@ -4,15 +4,24 @@
 // names files it must leave behind. Any other command in a ```sh block fails the test, so
 // the README cannot hold an example this test does not run (except `npm run setup`, which
 // is what made this checkout testable in the first place).
+//
+// The one exception is `## Example`: its ```sh block is for a user who installed the package
+// (not a checkout), so its lines are `npx karotte …`, run from a directory where the package is
+// installed. scripts/check-install.mjs runs them from the packed tarball and compares their
+// stdout with the ```text block after them; this test only checks that the block holds
+// nothing else, and that `npx` lines appear nowhere else (where nothing would run them).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { npmCommand } from '../../../scripts/tools.mjs';
 
 const app = path.resolve(import.meta.dirname, '..');
 const root = path.resolve(app, '..', '..');
 const readme = fs.readFileSync(path.join(app, 'README.md'), 'utf8');
 const PREFIX = 'npm run --silent karotte -- ';
+/** The installed-package example's commands (run by scripts/check-install.mjs, not here). */
+const INSTALLED_PREFIX = 'npx karotte ';
 
 interface Example {
   readonly line: string;
@@ -46,9 +55,36 @@ function parseExample(line: string): Example {
   };
 }
 
-const lines = shellLines(readme);
+/** `markdown` split into its `## Example` section and everything else (fences respected). */
+function splitExample(markdown: string): { example: string; rest: string } {
+  const example: string[] = [];
+  const rest: string[] = [];
+  let inExample = false;
+  let fence = false;
+  for (const line of markdown.split('\n')) {
+    if (/^```/.test(line)) fence = !fence;
+    if (!fence && /^## /.test(line)) inExample = line.slice(3).trim() === 'Example';
+    (inExample ? example : rest).push(line);
+  }
+  return { example: example.join('\n'), rest: rest.join('\n') };
+}
+
+const { example: exampleSection, rest } = splitExample(readme);
+const installedLines = shellLines(exampleSection);
+const lines = shellLines(rest);
 const examples = lines.filter((line) => line.startsWith(PREFIX)).map(parseExample);
 const claimed = examples.flatMap((example) => example.writes);
+
+// This test's own PATH (scripts/test.mjs gives every child the project's toolchain PATH) with the
+// running node in front, and npm's directory (found as the project's scripts find it: beside
+// node, else /usr/local/bin, /usr/bin, /bin) last when the PATH lacks it.
+const examplePath = [
+  path.dirname(process.execPath),
+  ...(process.env['PATH'] ?? '').split(':'),
+  path.dirname(npmCommand()),
+]
+  .filter((entry, i, all) => entry !== '' && all.indexOf(entry) === i)
+  .join(':');
 
 afterAll(() => {
   // What the examples wrote: only the temporary directories they name (karotte-… under /tmp).
@@ -65,6 +101,11 @@ describe('the app README', () => {
     expect(examples.length).toBeGreaterThanOrEqual(10);
     const others = lines.filter((line) => !line.startsWith(PREFIX) && line !== 'npm run setup');
     expect(others).toEqual([]);
+    // `## Example` holds the installed-package commands only (check-install runs them), and its
+    // output block after them.
+    expect(installedLines.length).toBeGreaterThan(0);
+    expect(installedLines.filter((line) => !line.startsWith(INSTALLED_PREFIX))).toEqual([]);
+    expect(exampleSection).toMatch(/^```sh\n[\s\S]*?^```\n[\s\S]*?^```text\n/m);
     // Claimed outputs are absolute paths in a temporary directory named for karotte, so running
     // the examples never writes into the checkout and the cleanup above finds them.
     for (const file of claimed) expect(file).toMatch(/^\/tmp\/karotte-[^/]+\//);
@@ -80,7 +121,7 @@ describe('the app README', () => {
       const child = spawnSync('/bin/sh', ['-c', example.command], {
         cwd: root,
         encoding: 'utf8',
-        env: { ...process.env, CI: 'true', PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` },
+        env: { ...process.env, CI: 'true', PATH: examplePath },
         timeout: 900_000,
         maxBuffer: 64 * 1024 * 1024,
       });

@@ -6,7 +6,7 @@ import { listenForTermination } from '../signals.js';
 import { parseFlags } from '../args.js';
 import { appWorld, DEMO_PLAN, EXAMPLES_DIR } from '../examples.js';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';
-import { formatDuration } from '../format.js';
+import { displaySafe, formatDuration } from '../format.js';
 import { runRedteam, type RedteamRow } from '../redteam/run.js';
 
 export const demoCommand: Command = {
@@ -37,7 +37,7 @@ export const demoCommand: Command = {
           if (flags.json !== true) {
             const what = row.kind === 'control' ? 'control (honest solution)' : `attack ${row.id}`;
             io.stdout.write(
-              `${row.ok ? 'ok  ' : 'FAIL'} ${example.padEnd(18)} ${what.padEnd(32)} ${row.status.padEnd(6)} score=${row.score}  ${row.reason.slice(0, 70)}  (${formatDuration(row.durationMs)})\n`,
+              `${row.ok ? 'ok  ' : 'FAIL'} ${example.padEnd(18)} ${what.padEnd(32)} ${row.status.padEnd(6)} score=${row.score}  ${displaySafe(row.reason).slice(0, 70)}  (${formatDuration(row.durationMs)})\n`,
             );
           }
         }

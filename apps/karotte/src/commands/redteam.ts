@@ -4,14 +4,15 @@ import type { Command } from '../commands.js';
 import { listenForTermination } from '../signals.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
-import { formatDuration, table, terminalWidth } from '../format.js';
+import { displaySafe, formatDuration, table, terminalWidth } from '../format.js';
 import { appWorld } from '../examples.js';
 import { RedteamInputError, runRedteam, type RedteamRow } from '../redteam/run.js';
 
 /**
  * The red-team table for a terminal `width` wide: one row per run; `outcome` is `ok`,
  * `ok, expected …` (stopped, but by another defense than the attack expects) or `FAIL`. The
- * reason and the outcome shrink to fit; `--json` has both in full.
+ * reason (terminal-safe: it holds error messages) and the outcome shrink to fit; `--json` has
+ * both in full.
  */
 export function renderRedteamTable(rows: readonly RedteamRow[], width: number): string {
   return table(
@@ -21,7 +22,7 @@ export function renderRedteamTable(rows: readonly RedteamRow[], width: number): 
       r.class,
       r.status,
       String(r.score),
-      r.reason.slice(0, 120),
+      displaySafe(r.reason).slice(0, 120),
       formatDuration(r.durationMs),
       r.ok ? (r.asExpected ? 'ok' : `ok, expected ${(r.expected ?? []).join('|')}`) : 'FAIL',
     ]),
@@ -91,7 +92,7 @@ export const redteamCommand: Command = {
         onResult: (row, done, total) => {
           if (live || flags.json === true) return;
           io.stderr.write(
-            `[${done}/${total}] ${row.id}: ${row.status} score=${row.score} (${row.reason.slice(0, 60)})\n`,
+            `[${done}/${total}] ${row.id}: ${row.status} score=${row.score} (${displaySafe(row.reason).slice(0, 60)})\n`,
           );
         },
       });

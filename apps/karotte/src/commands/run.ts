@@ -13,21 +13,24 @@ import { listenForTermination } from '../signals.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { appWorld } from '../examples.js';
-import { formatDuration, terminalWidth } from '../format.js';
-import { createProgressPrinter, explainResult } from '../progress.js';
+import { displaySafe, formatDuration, terminalWidth } from '../format.js';
+import { createProgressPrinter, explainResult, progressWanted } from '../progress.js';
 
 export const runCommand: Command = {
   summary: 'run one episode of a task with the replay agent, then collect and grade it',
   help: [
-    'Usage: karotte run --task <task-dir> --agent replay --replay <replay.json> --out <out-dir> [--json] [--quiet]',
+    'Usage: karotte run --task <task-dir> --agent replay --replay <replay.json> --out <out-dir>',
+    '                   [--json] [--progress | --quiet]',
     '',
     'Runs one episode in a fresh sandbox, collects the submission and grades it. Writes',
     '<out-dir>/result.json and <out-dir>/transcript.jsonl (the directory is created).',
     'Relative paths are from the current directory (under npm run: the directory npm ran in).',
-    'Progress goes to stderr (each tool call, its exit code and duration, collect, grade;',
-    '--quiet: none); stdout gets one summary line, then why a run that failed scored what it',
-    'did (--json: the result instead). A grader interpreter the harness cannot trust (Node.js',
-    'under /tmp, a home or a hidden directory) is refused before the episode starts.',
+    'Progress (each tool call, its exit code and duration, collect, grade) goes to stderr only',
+    'when stderr is a terminal and --json is not given: a pipe or a file gets none, so nothing',
+    'blocks on a caller that never reads stderr. --progress prints it anyway (also with --json),',
+    '--quiet never. stdout gets one summary line, then why a run that failed scored what it did',
+    '(--json: the result instead). A grader interpreter the harness cannot trust (Node.js under',
+    '/tmp, a home or a hidden directory) is refused before the episode starts.',
     'Exit 0 when the episode reached a verdict (passed or failed), 1 on error (including a',
     'host that cannot give the confinement the task needs), 2 on invalid arguments or task.',
   ].join('\n'),
@@ -40,6 +43,7 @@ export const runCommand: Command = {
         replay: { type: 'string' },
         out: { type: 'string' },
         json: { type: 'boolean' },
+        progress: { type: 'boolean' },
         quiet: { type: 'boolean' },
       },
       ['task', 'agent', 'out'],
@@ -48,6 +52,8 @@ export const runCommand: Command = {
       throw new UsageError(`--agent must be "replay" (got ${JSON.stringify(flags.agent)})`);
     if (flags.replay === undefined)
       throw new UsageError('missing required flag --replay (the replay agent needs it)');
+    if (flags.progress === true && flags.quiet === true)
+      throw new UsageError('--progress and --quiet contradict each other: give at most one');
     let task;
     let messages;
     try {
@@ -68,13 +74,12 @@ export const runCommand: Command = {
     const termination = listenForTermination((signal) => {
       io.stderr.write(`karotte run: ${signal}: stopping the episode and tearing down\n`);
     });
-    const onProgress =
-      flags.quiet === true
-        ? undefined
-        : createProgressPrinter((line) => io.stderr.write(line), {
-            width: terminalWidth(io.stderr, process.env),
-            steps: task.steps.length,
-          });
+    const onProgress = progressWanted(flags, io.stderr.isTTY === true)
+      ? createProgressPrinter((line) => io.stderr.write(line), {
+          width: terminalWidth(io.stderr, process.env),
+          steps: task.steps.length,
+        })
+      : undefined;
     try {
       const result = await runEpisode(task, createReplayAgent(messages), {
         outDir,
@@ -90,7 +95,9 @@ export const runCommand: Command = {
         io.stdout.write(
           `${result.taskId}: ${result.status} score=${result.score}` +
             (reasons === '' ? '' : ` misbehavior=${reasons}`) +
-            (result.error === null ? '' : ` error=${result.error.code}: ${result.error.message}`) +
+            (result.error === null
+              ? ''
+              : ` error=${result.error.code}: ${displaySafe(result.error.message)}`) +
             ` (uid ${result.sandbox.uid ?? '-'}, ${formatDuration(result.durationMs)}) -> ${path.join(outDir, 'result.json')}\n`,
         );
         for (const line of explainResult(result, terminalWidth(io.stdout, process.env))) {

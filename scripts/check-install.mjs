@@ -9,6 +9,11 @@
 // only resolved inside the workspace fails here. Then, one line per check:
 //
 //   pack     the tarball holds no `workspace:` range
+//   license  the tarball holds LICENSE (the Apache License 2.0 text; pnpm packs the root one
+//            into a package without its own) and its package.json says `"license": "Apache-2.0"`
+//   node     the Node.js of the packages' engines floor (22.12.0, the first 22 with require(esm)
+//            unflagged; pinned by tools/node-22.12), installed on first use like the other
+//            pinned binaries (scripts/tools.mjs)
 //   install  all tarballs, with npm, into the scratch project
 //   alone    each package in a project of its own, with only its tarball and those of its
 //            @karotte dependencies (as its README's Install says): `import()` and `require()`
@@ -26,12 +31,30 @@
 //   example  the package README's first example, run in the scratch project (imports resolve to
 //            the installed tarballs), its stdout compared strictly with its output block
 //
+// What a user's runtime decides (alone's import() and require(), esm, cjs, and running the
+// compiled ts-esm and ts-cjs consumers) runs on two Node.js: the one this script runs on and
+// 22.12.0 (skipped when they are the same); each line names the Node.js it ran on (`on Node.js
+// 24.22.3 and 22.12.0` when both gave the same result, a line of its own for each otherwise).
+// Everything else (npm, tsc, the bins and the examples) runs on this script's Node.js only.
+//
 // README examples. The example is the first ```js or ```ts block under `## Example`; its output
 // is the next ```text block after it. An example needs root when the prose between the two
 // blocks says `as root` (e.g. "Output (as root):"). Such examples run only as root; without
 // root this script prints which it skipped and why, and with CI=true a skip is a failure.
 // Examples name what they create `karotte-example-*` under os.tmpdir() and remove it; anything
 // of that name an example leaves behind is a failure (and is removed).
+//
+// A bin-only package (a `bin`, no `.` entry point: the app `karotte`) shows commands instead:
+// its example is the first ```sh block under `## Example`, and every line of it must be
+// `npx <bin> …` (one of the package's bins; a line may continue on the next after a trailing
+// backslash; blank lines are ignored; anything else, a comment included, is an error, and so is
+// any character that would make sh do more than run one command, such as | ; > $ * or #). Each
+// runs, in order, in the package's own `alone` project (where npx resolves the installed bin),
+// as `npx --no <bin> …` (--no: a bin that is not installed fails instead of being fetched), with
+// the tool environment's PATH (scripts/tools.mjs: this script's Node.js, npm beside it), and
+// must exit 0; their stdout, concatenated, is compared with the next ```text block, with the
+// same placeholders and the same `as root` rule. A bin-only README without `## Example` is
+// skipped (its bin is still checked).
 //
 // Output blocks are compared line by line, exactly, except for these placeholders, each
 // standing for a value that truly differs between runs (a fresh uid, a temporary path):
@@ -42,8 +65,10 @@
 //   {{path}}    an absolute path                /[^\s'"`,]*
 //
 // Any other `{{...}}` in an output block is an error. Exit status 1 on any failure. The scratch
-// directory is removed on success and on failure. Plain JavaScript, no dependency: runs on the
-// Node.js it is started with (22.12+ or 24+), which is the Node.js the checks exercise.
+// directory is removed on success and on failure. Plain JavaScript; its only import is
+// ./tools.mjs (npm, pnpm and the children's PATH, and the pinned Node.js 22.12.0). Runs on the
+// Node.js it is started with (22.12+ or 24+), which is, with 22.12.0, the Node.js the checks
+// exercise.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { isBuiltin } from 'node:module';
@@ -51,6 +76,7 @@ import os from 'node:os';
 import path from 'node:path';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
+import { npmCommand, pinnedNode, pinnedNodeVersion, pnpmPath, toolEnv } from './tools.mjs';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -177,6 +203,104 @@ export function readmeExample(markdown) {
   };
 }
 
+/**
+ * The words of one command line as sh would split a plain command: blanks separate words,
+ * '…' quotes anything literally, "…" too except that \, $ and ` are refused inside it. Any
+ * character outside quotes that would make sh do more than run one command (| & ; < > ( ) $ `
+ * \ * ? [ ] { } ~ # !) is refused. Returns `{ words }` or `{ error }`.
+ */
+export function shellWords(text) {
+  const words = [];
+  let word;
+  for (let i = 0; i < text.length; i += 1) {
+    const char = text[i];
+    if (char === ' ' || char === '\t') {
+      if (word !== undefined) words.push(word);
+      word = undefined;
+    } else if (char === "'" || char === '"') {
+      const end = text.indexOf(char, i + 1);
+      if (end < 0) return { error: `unterminated ${char} quote` };
+      const quoted = text.slice(i + 1, end);
+      if (char === '"' && /[\\$`]/.test(quoted)) {
+        return { error: `${JSON.stringify(quoted.match(/[\\$`]/)[0])} inside "…" (use '…')` };
+      }
+      word = (word ?? '') + quoted;
+      i = end;
+    } else if (/[|&;<>()$`\\*?[\]{}~#!]/.test(char)) {
+      return { error: `${JSON.stringify(char)} outside quotes (only a plain command runs)` };
+    } else {
+      word = (word ?? '') + char;
+    }
+  }
+  if (word !== undefined) words.push(word);
+  return { words };
+}
+
+/**
+ * A bin-only package's example: the first ```sh block under `## Example`, each of its lines an
+ * `npx <bin> …` command for one of `bins`, and the next ```text block. Returns `{ lang: 'sh',
+ * commands: [{ line, text, args }], output, needsRoot }` (`line` counts from the block's first
+ * line, `args` is what follows `npx`), or `{ error }`. See the header for the rules.
+ */
+export function readmeCommandExample(markdown, bins) {
+  const text = section(markdown, 'Example');
+  if (text === undefined) return { error: 'no `## Example` section' };
+  const blocks = fences(text);
+  const index = blocks.findIndex((block) => block.lang === 'sh');
+  if (index < 0) return { error: 'no ```sh block under `## Example`' };
+  const outputIndex = blocks.findIndex((block, i) => i > index && block.lang === 'text');
+  if (outputIndex < 0) return { error: 'no ```text output block after the ```sh block' };
+  const wanted = bins.map((bin) => `npx ${bin} …`).join(' or ');
+  const physical = blocks[index].body.split('\n');
+  const commands = [];
+  for (let i = 0; i < physical.length; i += 1) {
+    const first = i + 1;
+    let logical = physical[i];
+    while (/\\$/.test(logical)) {
+      if (i + 1 >= physical.length) return { error: `sh line ${first}: a trailing \\ continues no line` };
+      logical = logical.slice(0, -1) + physical[++i];
+    }
+    logical = logical.trim();
+    if (logical === '') continue;
+    const where = `sh line ${first}`;
+    if (!bins.some((bin) => logical.startsWith(`npx ${bin} `) || logical === `npx ${bin}`)) {
+      return {
+        error: `${where}: \`${logical}\` is not an \`${wanted}\` command (the only kind an example runs)`,
+      };
+    }
+    const split = shellWords(logical);
+    if (split.error) return { error: `${where}: ${split.error}: \`${logical}\`` };
+    commands.push({ line: first, text: logical, args: split.words.slice(1) });
+  }
+  if (commands.length === 0) return { error: 'the ```sh block under `## Example` holds no command' };
+  const between = blocks
+    .slice(index + 1, outputIndex + 1)
+    .map((block) => block.before)
+    .join('\n');
+  return {
+    lang: 'sh',
+    commands,
+    output: blocks[outputIndex].body,
+    needsRoot: /\bas\s+root\b/i.test(between),
+  };
+}
+
+/**
+ * Why a packed tarball's license is wrong, or undefined. `files` are the tarball's paths
+ * (`package/…`), `licenseText` the text of its `package/LICENSE`: it must be there and be the
+ * Apache License 2.0, and the packed package.json must say `"license": "Apache-2.0"`.
+ */
+export function licenseProblem(files, manifest, licenseText) {
+  const problems = [];
+  if (!files.includes('package/LICENSE')) problems.push('the tarball has no LICENSE');
+  else if (!/Apache License\s+Version 2\.0\b/.test(licenseText ?? ''))
+    problems.push('its LICENSE is not the Apache License 2.0');
+  if (manifest.license !== 'Apache-2.0') {
+    problems.push(`package.json license is ${JSON.stringify(manifest.license)}, not "Apache-2.0"`);
+  }
+  return problems.length > 0 ? problems.join('; ') : undefined;
+}
+
 /** Bare module specifiers imported or required by a JavaScript text. */
 export function bareImports(source) {
   const found = new Set();
@@ -232,6 +356,8 @@ function readWorkspaceGlobs(root) {
 // ---------------------------------------------------------------------------------------------
 // The run
 
+/** tools/node-<FLOOR> pins the Node.js of the packages' engines floor (`^22.12.0 || >=24.0.0`). */
+const FLOOR = '22.12';
 const isRoot = process.getuid?.() === 0;
 const inCI = process.env.CI === 'true' || process.env.CI === '1';
 const counts = { ok: 0, failed: 0, skipped: 0 };
@@ -253,30 +379,15 @@ function detailBlock(text) {
   if (text.trim() !== '') process.stdout.write(`${indent(text)}\n`);
 }
 
-/** npm beside this node, else in the system directories (never from PATH alone). */
-function npmCommand() {
-  for (const dir of [path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin']) {
-    const candidate = path.join(dir, 'npm');
-    if (fs.existsSync(candidate)) return candidate;
-  }
-  throw new Error('npm was not found beside node or in /usr/local/bin, /usr/bin, /bin');
-}
-
-/** pnpm of this checkout (`npm run setup` installs it into .tools/). */
-function pnpmCommand() {
-  const bin = path.join(repoRoot, '.tools', 'pnpm', 'node_modules', '.bin', 'pnpm');
-  if (!fs.existsSync(bin)) throw new Error('pnpm is not installed in .tools/pnpm: run `npm run setup` first');
-  return bin;
-}
-
-/** Children get this node and the pinned pnpm first on PATH, so `#!/usr/bin/env node` is this node. */
-function childEnv(extra = {}) {
-  const prefix = [
-    path.dirname(process.execPath),
-    path.join(repoRoot, '.tools', 'pnpm', 'node_modules', '.bin'),
-  ];
-  const rest = (process.env.PATH ?? '').split(':').filter((entry) => entry !== '' && !prefix.includes(entry));
-  return { ...process.env, PATH: [...prefix, ...rest].join(':'), ...extra };
+/**
+ * The environment of every child: scripts/tools.mjs's toolEnv, for this node unless told (the
+ * pinned pnpm first, then a directory holding only that node, then the caller's PATH). One per
+ * node, made on first use.
+ */
+const envs = new Map();
+function childEnv(node = process.execPath) {
+  if (!envs.has(node)) envs.set(node, toolEnv(node));
+  return envs.get(node);
 }
 
 function exec(command, args, options = {}) {
@@ -444,6 +555,47 @@ const load = ${load};
 `;
 }
 
+/**
+ * One entry point's load on one Node.js against what its types say: `{ status, head, tail,
+ * block }` (a line reads `<head> on Node.js <version><tail>`; `block` is printed below it).
+ */
+function loadOutcome(how, outcome, types) {
+  if (outcome === undefined) return { status: 'fail', head: how, tail: ': the loader reported nothing' };
+  if (outcome.error) return { status: 'fail', head: `${how} threw`, tail: '', block: outcome.error };
+  if (types === undefined) {
+    const keys = outcome.keys.length > 0 ? `, ${outcome.keys.length} keys` : '';
+    return { status: 'ok', head: how, tail: `: ${outcome.type}${keys}` };
+  }
+  if (types.error) return { status: 'fail', head: how, tail: `: ${types.error}` };
+  if (types.values.length === 0)
+    return { status: 'fail', head: how, tail: ': the types declare no value export' };
+  const keys = new Set(outcome.keys);
+  const missing = types.values.filter((value) => !keys.has(value));
+  const untyped = outcome.keys.filter((key) => !types.values.includes(key) && key !== 'default');
+  if (missing.length > 0 || untyped.length > 0) {
+    const parts = [];
+    if (missing.length > 0) parts.push(`typed but missing at runtime: ${missing.join(', ')}`);
+    if (untyped.length > 0) parts.push(`exported at runtime but not typed: ${untyped.join(', ')}`);
+    return { status: 'fail', head: how, tail: `: ${parts.join('; ')}` };
+  }
+  const sample = types.values.slice(0, 3).join(', ');
+  return { status: 'ok', head: how, tail: `: all ${types.values.length} value exports (${sample}, …)` };
+}
+
+/**
+ * Outcomes `{ runtime, status, head, tail, block }` grouped by everything but the runtime, in
+ * the order each first appears: `[{ status, head, tail, block, runtimes }]`.
+ */
+export function byOutcome(list) {
+  const groups = new Map();
+  for (const { runtime, ...outcome } of list) {
+    const key = JSON.stringify([outcome.status, outcome.head, outcome.tail, outcome.block ?? null]);
+    if (!groups.has(key)) groups.set(key, { ...outcome, runtimes: [] });
+    groups.get(key).runtimes.push(runtime);
+  }
+  return [...groups.values()];
+}
+
 /** A TypeScript consumer that imports every value and type export of every package. */
 function consumerSource(kind, exportsByName) {
   const lines = [];
@@ -520,6 +672,11 @@ function tmpEntries() {
   }
 }
 
+/** A manifest's bins as `{ name: file }` (a string `bin` is named after the package). */
+function binsOf(name, manifest) {
+  return typeof manifest.bin === 'string' ? { [name.split('/').pop()]: manifest.bin } : (manifest.bin ?? {});
+}
+
 function slugOf(name) {
   return name.replace(/^@/, '').replace(/[^a-z0-9]+/gi, '-');
 }
@@ -570,6 +727,7 @@ async function checkAll(packages, scratch) {
   // 1. Pack. A missing build output would pack into a tarball that installs and fails later,
   //    less clearly: say so first.
   const tarballs = [];
+  const pnpm = pnpmPath();
   for (const pkg of packages) {
     const name = pkg.manifest.name;
     const missing = manifestTargets(pkg.manifest).filter(
@@ -580,7 +738,7 @@ async function checkAll(packages, scratch) {
       continue;
     }
     const before = new Set(fs.readdirSync(packDir));
-    const result = exec(pnpmCommand(), ['pack', '--pack-destination', packDir], { cwd: pkg.dir });
+    const result = exec(pnpm, ['pack', '--pack-destination', packDir], { cwd: pkg.dir });
     const made = fs.readdirSync(packDir).filter((file) => !before.has(file) && file.endsWith('.tgz'));
     if (result.status !== 0 || made.length !== 1) {
       line('fail', 'pack', name, `pnpm pack: ${failureText(result)}`);
@@ -606,8 +764,46 @@ async function checkAll(packages, scratch) {
     }
     line('ok', 'pack', name, made[0]);
     tarballs.push({ pkg, tarball });
+    // 1b. The license travels with the tarball.
+    const listing = exec('/bin/tar', ['-tzf', tarball]);
+    const files = listing.stdout.split('\n').filter((file) => file !== '');
+    const licenseText = files.includes('package/LICENSE')
+      ? exec('/bin/tar', ['-xzOf', tarball, 'package/LICENSE']).stdout
+      : undefined;
+    const problem =
+      listing.status !== 0
+        ? `tar -t: ${failureText(listing)}`
+        : licenseProblem(files, JSON.parse(packed.stdout), licenseText);
+    if (problem) line('fail', 'license', name, problem);
+    else line('ok', 'license', name, 'LICENSE (Apache License 2.0), package.json license Apache-2.0');
   }
   if (tarballs.length === 0) return;
+
+  // 1c. The Node.js of the engines floor, beside this one, for what a user's runtime decides.
+  const runtimes = [{ version: process.versions.node, node: process.execPath }];
+  const floorVersion = pinnedNodeVersion(FLOOR);
+  if (floorVersion === process.versions.node) {
+    line('ok', 'node', floorVersion, 'this script runs on the engines floor itself: checked once');
+  } else if (process.platform !== 'linux' || process.arch !== 'x64') {
+    line(
+      inCI ? 'fail' : 'skip',
+      'node',
+      floorVersion,
+      `the pinned binary is for linux-x64 only: runtime checks run on Node.js ${process.versions.node} alone`,
+    );
+  } else {
+    try {
+      const started = Date.now();
+      const present = pinnedNode(FLOOR) !== undefined;
+      const node = pinnedNode(FLOOR, { install: true });
+      runtimes.push({ version: floorVersion, node });
+      const how = present ? 'present' : `installed (${((Date.now() - started) / 1000).toFixed(1)} s)`;
+      line('ok', 'node', floorVersion, `the engines floor (tools/node-${FLOOR}), ${how}: ${node}`);
+    } catch (error) {
+      line('fail', 'node', floorVersion, `tools/node-${FLOOR}: ${error.message}`);
+    }
+  }
+  const versions = (list) => `Node.js ${list.map(({ version }) => version).join(' and ')}`;
 
   // 2. Install with npm, outside the workspace, with the workspace's TypeScript and @types/node.
   const rootManifest = readJson(path.join(repoRoot, 'package.json'));
@@ -687,12 +883,20 @@ async function checkAll(packages, scratch) {
       if (result.status !== 0) return { name, names, result, failed: `npm install: ${failureText(result)}` };
       if (!entryPoints(pkg.manifest).includes('.')) return { name, names, result };
       const spec = JSON.stringify(name);
-      const esm = await execAsync(process.execPath, ['--input-type=module', '-e', `await import(${spec});`], {
-        cwd: dir,
-      });
-      const cjs = await execAsync(process.execPath, ['-e', `require(${spec});`], { cwd: dir });
-      if (esm.status !== 0) return { name, names, result, failed: `import(): ${failureText(esm)}` };
-      if (cjs.status !== 0) return { name, names, result, failed: `require(): ${failureText(cjs)}` };
+      for (const runtime of runtimes) {
+        const options = { cwd: dir, env: childEnv(runtime.node) };
+        const on = versions([runtime]);
+        const esm = await execAsync(
+          runtime.node,
+          ['--input-type=module', '-e', `await import(${spec});`],
+          options,
+        );
+        if (esm.status !== 0)
+          return { name, names, result, failed: `import() on ${on}: ${failureText(esm)}` };
+        const cjs = await execAsync(runtime.node, ['-e', `require(${spec});`], options);
+        if (cjs.status !== 0)
+          return { name, names, result, failed: `require() on ${on}: ${failureText(cjs)}` };
+      }
       return { name, names, result, loaded: true };
     }),
     3,
@@ -703,12 +907,8 @@ async function checkAll(packages, scratch) {
       line('fail', 'alone', name, `${what}: ${failed.split('\n')[0]}`);
       detailBlock(failed.split('\n').slice(1).join('\n'));
     } else {
-      line(
-        'ok',
-        'alone',
-        name,
-        `npm install of ${what}${loaded ? ', then import() and require()' : ''} (${result.seconds} s)`,
-      );
+      const loads = loaded ? `, then import() and require() on ${versions(runtimes)}` : '';
+      line('ok', 'alone', name, `npm install of ${what}${loads} (${result.seconds} s)`);
     }
   }
 
@@ -763,48 +963,28 @@ async function checkAll(packages, scratch) {
   writeFile(path.join(project, 'load-esm.mjs'), loaderScript('esm', specs));
   writeFile(path.join(project, 'load-cjs.cjs'), loaderScript('cjs', specs));
   for (const kind of ['esm', 'cjs']) {
-    const result = exec(process.execPath, [`load-${kind}.${kind === 'esm' ? 'mjs' : 'cjs'}`], {
-      cwd: project,
-    });
-    if (result.status !== 0) {
-      line('fail', kind, 'loader', failureText(result));
-      continue;
+    const how = kind === 'esm' ? 'import()' : 'require()';
+    // Per entry point, what each Node.js gave: `{ status, head, tail, block }`, printed as
+    // `<head> on Node.js <versions><tail>`, one line for the Node.js that agree.
+    const outcomes = new Map(specs.map((spec) => [spec, []]));
+    for (const runtime of runtimes) {
+      const result = exec(runtime.node, [`load-${kind}.${kind === 'esm' ? 'mjs' : 'cjs'}`], {
+        cwd: project,
+        env: childEnv(runtime.node),
+      });
+      if (result.status !== 0) {
+        line('fail', kind, 'loader', `on ${versions([runtime])}: ${failureText(result)}`);
+        continue;
+      }
+      const loaded = JSON.parse(result.stdout);
+      for (const spec of specs) {
+        outcomes.get(spec).push({ runtime, ...loadOutcome(how, loaded[spec], typed[spec]) });
+      }
     }
-    const loaded = JSON.parse(result.stdout);
-    for (const spec of specs) {
-      const outcome = loaded[spec];
-      const how = kind === 'esm' ? 'import()' : 'require()';
-      if (outcome.error) {
-        line('fail', kind, spec, `${how} threw`);
-        detailBlock(outcome.error);
-        continue;
-      }
-      const types = typed[spec];
-      if (types === undefined) {
-        line(
-          'ok',
-          kind,
-          spec,
-          `${how}: ${outcome.type}${outcome.keys.length > 0 ? `, ${outcome.keys.length} keys` : ''}`,
-        );
-        continue;
-      }
-      if (types.error) {
-        line('fail', kind, spec, types.error);
-        continue;
-      }
-      const keys = new Set(outcome.keys);
-      const missing = types.values.filter((value) => !keys.has(value));
-      const untyped = outcome.keys.filter((key) => !types.values.includes(key) && key !== 'default');
-      if (types.values.length === 0) line('fail', kind, spec, 'the types declare no value export');
-      else if (missing.length > 0 || untyped.length > 0) {
-        const parts = [];
-        if (missing.length > 0) parts.push(`typed but missing at runtime: ${missing.join(', ')}`);
-        if (untyped.length > 0) parts.push(`exported at runtime but not typed: ${untyped.join(', ')}`);
-        line('fail', kind, spec, parts.join('; '));
-      } else {
-        const sample = types.values.slice(0, 3).join(', ');
-        line('ok', kind, spec, `${how}: all ${types.values.length} value exports (${sample}, …)`);
+    for (const [spec, list] of outcomes) {
+      for (const group of byOutcome(list)) {
+        line(group.status, kind, spec, `${group.head} on ${versions(group.runtimes)}${group.tail}`);
+        if (group.block) detailBlock(group.block);
       }
     }
   }
@@ -818,12 +998,19 @@ async function checkAll(packages, scratch) {
       line('fail', 'example', name, 'the tarball has no README.md');
       continue;
     }
-    const example = readmeExample(fs.readFileSync(readme, 'utf8'));
-    if (example.error) {
-      // A command-line-only package shows its commands instead; its bin is checked below.
-      if (!isLibrary && pkg.manifest.bin !== undefined)
+    const markdown = fs.readFileSync(readme, 'utf8');
+    if (!isLibrary && pkg.manifest.bin !== undefined) {
+      // A command-line-only package shows its commands: `npx <bin> …` lines, run in step 9.
+      const example = readmeCommandExample(markdown, Object.keys(binsOf(name, pkg.manifest)));
+      if (example.error === 'no `## Example` section')
         line('skip', 'example', name, `${example.error} (a bin-only package: its bin is checked instead)`);
-      else line('fail', 'example', name, `README.md: ${example.error}`);
+      else if (example.error) line('fail', 'example', name, `README.md: ${example.error}`);
+      else examples.push({ name, slug: slugOf(name), ...example });
+      continue;
+    }
+    const example = readmeExample(markdown);
+    if (example.error) {
+      line('fail', 'example', name, `README.md: ${example.error}`);
       continue;
     }
     const slug = slugOf(name);
@@ -863,19 +1050,23 @@ async function checkAll(packages, scratch) {
       detailBlock(consumerErrors.flatMap(([, errors]) => errors).join('\n'));
       continue;
     }
-    const ran = exec(process.execPath, [path.join('out', 'consumer.js')], { cwd: dir });
-    if (ran.status !== 0) {
-      line('fail', check, what, `compiles; running it failed: ${failureText(ran)}`);
-      continue;
+    const outcomes = runtimes.map((runtime) => {
+      const ran = exec(runtime.node, [path.join('out', 'consumer.js')], {
+        cwd: dir,
+        env: childEnv(runtime.node),
+      });
+      return ran.status === 0
+        ? { runtime, status: 'ok', head: 'compiles strict and runs', tail: `: ${ran.stdout.trim()}` }
+        : { runtime, status: 'fail', head: 'compiles; running it failed', tail: `: ${failureText(ran)}` };
+    });
+    for (const group of byOutcome(outcomes)) {
+      line(group.status, check, what, `${group.head} on ${versions(group.runtimes)}${group.tail}`);
     }
-    line('ok', check, what, `compiles strict and runs: ${ran.stdout.trim()}`);
   }
 
   // 8. Bins.
   for (const { name, dir } of installed) {
-    const manifest = readJson(path.join(dir, 'package.json'));
-    const bins =
-      typeof manifest.bin === 'string' ? { [name.split('/').pop()]: manifest.bin } : (manifest.bin ?? {});
+    const bins = binsOf(name, readJson(path.join(dir, 'package.json')));
     for (const bin of Object.keys(bins)) {
       // In the package's own project (2b): what `npx <bin>` of the package alone would run.
       const result = exec(
@@ -920,14 +1111,22 @@ async function checkAll(packages, scratch) {
       line('fail', 'example', label, `output block: ${blockProblem}`);
       continue;
     }
-    const script = example.lang === 'ts' ? path.join('out', 'examples', `${example.slug}.js`) : example.file;
     const before = tmpEntries();
-    const ran = exec(process.execPath, [script], { cwd: project, timeout: 180_000 });
+    let ran;
+    if (example.lang === 'sh') {
+      // In the package's own project (2b), where `npx <bin>` resolves the installed bin.
+      ran = runCommands(example.commands, path.join(scratch, 'alone', example.slug));
+    } else {
+      const script =
+        example.lang === 'ts' ? path.join('out', 'examples', `${example.slug}.js`) : example.file;
+      ran = exec(process.execPath, [script], { cwd: project, timeout: 180_000 });
+    }
     const left = [...tmpEntries()].filter((entry) => !before.has(entry));
     for (const entry of left) fs.rmSync(path.join(os.tmpdir(), entry), { recursive: true, force: true });
-    if (ran.status !== 0 || ran.signal) {
-      line('fail', 'example', label, `${failureText(ran).split('\n')[0]} (${ran.seconds} s)`);
-      detailBlock(`${ran.stdout}${ran.stderr}`);
+    if (ran.status !== 0 || ran.signal || ran.error) {
+      const which = ran.command ? `sh line ${ran.command.line} \`${ran.command.text}\`: ` : '';
+      line('fail', 'example', label, `${which}${failureText(ran).split('\n')[0]} (${ran.seconds} s)`);
+      detailBlock(`${ran.stdout ?? ''}${ran.stderr ?? ''}`);
       continue;
     }
     const mismatch = compareOutput(example.output, ran.stdout);
@@ -940,13 +1139,32 @@ async function checkAll(packages, scratch) {
       line('fail', 'example', label, `left behind in ${os.tmpdir()}: ${left.join(', ')} (removed now)`);
       continue;
     }
-    line(
-      'ok',
-      'example',
-      label,
-      `output matches (${ran.stdout.replace(/\n$/, '').split('\n').length} lines, ${ran.seconds} s)`,
-    );
+    const of = example.lang === 'sh' ? ` of ${example.commands.length} npx commands` : '';
+    const lines = ran.stdout.replace(/\n$/, '').split('\n').length;
+    line('ok', 'example', label, `output${of} matches (${lines} lines, ${ran.seconds} s)`);
   }
+}
+
+/**
+ * Run a bin-only example's commands in order in `dir` (as `npx --no …`, npx beside npm, on
+ * this script's node through the tool environment), stopping at the first that fails. Returns
+ * an `exec` result with their stdout and stderr concatenated; a failure names its `command`.
+ */
+function runCommands(commands, dir) {
+  const npx = path.join(path.dirname(npmCommand()), 'npx');
+  const started = Date.now();
+  const seconds = () => ((Date.now() - started) / 1000).toFixed(1);
+  let stdout = '';
+  let stderr = '';
+  for (const command of commands) {
+    const ran = exec(npx, ['--no', ...command.args], { cwd: dir, timeout: 180_000 });
+    stdout += ran.stdout ?? '';
+    stderr += ran.stderr ?? '';
+    if (ran.status !== 0 || ran.signal || ran.error) {
+      return { ...ran, stdout, stderr, seconds: seconds(), command };
+    }
+  }
+  return { status: 0, signal: null, stdout, stderr, seconds: seconds() };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {

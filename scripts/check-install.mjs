@@ -63,6 +63,7 @@
 //   {{number}}  a decimal number                -?[0-9]+(.[0-9]+)?(e[+-]?[0-9]+)?
 //   {{hex}}     lowercase hexadecimal digits    [0-9a-f]+
 //   {{path}}    an absolute path                /[^\s'"`,]*
+//   {{duration}} a wall time as the app prints it  950 ms, 3.2 s, 2 min 5 s
 //
 // Any other `{{...}}` in an output block is an error. Exit status 1 on any failure. The scratch
 // directory is removed on success and on failure. Plain JavaScript; its only import is
@@ -88,6 +89,8 @@ const PLACEHOLDERS = {
   number: '-?[0-9]+(?:\\.[0-9]+)?(?:e[+-]?[0-9]+)?',
   hex: '[0-9a-f]+',
   path: '/[^\\s\'"`,]*',
+  // A wall time as the app prints it: `950 ms`, `3.2 s`, `2 min 5 s`.
+  duration: '[0-9]+ ms|[0-9]+\\.[0-9] s|[0-9]+ min [0-9]+ s',
 };
 
 /** Turn one expected line into a RegExp, or throw on an unknown placeholder. */
@@ -103,7 +106,7 @@ function lineMatcher(line) {
           .join(', ')})`,
       );
     }
-    source += escapeRegExp(line.slice(last, match.index)) + pattern;
+    source += `${escapeRegExp(line.slice(last, match.index))}(?:${pattern})`;
     last = match.index + match[0].length;
   }
   source += escapeRegExp(line.slice(last));

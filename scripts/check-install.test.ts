@@ -30,6 +30,13 @@ describe('check-install: output blocks', () => {
     expect(compareOutput('uid {{int}}', 'uid abc')).toBe('line 1: expected "uid {{int}}", got "uid abc"');
     expect(compareOutput('{{path}} {{hex}}', '/tmp/karotte-custody-x1 084c79')).toBeUndefined();
     expect(compareOutput('{{int}}', '12 13')).toBeDefined();
+    // A duration as the app prints it, whichever unit a slow machine reaches.
+    for (const shown of ['950 ms', '3.2 s', '2 min 5 s']) {
+      expect(compareOutput('(took {{duration}})', `(took ${shown})`), shown).toBeUndefined();
+    }
+    expect(compareOutput('(took {{duration}})', '(took 3.25 s)')).toBeDefined();
+    expect(compareOutput('a {{duration}} b', 'a 1 ms b')).toBeUndefined();
+    expect(compareOutput('a {{duration}} b', 'a 1 ms x b')).toBeDefined();
     // Regular-expression characters in the block are literal.
     expect(compareOutput('[ 1.5 ] (x)', '[ 105 ] (x)')).toBeDefined();
     expect(outputBlockProblem('ok {{uid}}')).toMatch(/^unknown placeholder \{\{uid\}\}/);

@@ -20,7 +20,7 @@ import { killPid, swapActive } from './proc.js';
 /** What a backend was asked to apply. */
 export interface WantedLimits {
   readonly memoryBytes: number;
-  readonly pidsMax: number;
+  readonly pids: number;
   /** Requested CPU weight; `explicit` says whether its absence must fail. */
   readonly cpuWeight: number;
   readonly cpuWeightExplicit: boolean;
@@ -29,7 +29,7 @@ export interface WantedLimits {
 /** What was read back after writing. */
 export interface AppliedLimits {
   readonly memoryBytes: number;
-  readonly pidsMax: number;
+  readonly pids: number;
   /** Null when the cpu controller is not available (then `cpuNote` says why). */
   readonly cpuWeight: number | null;
   readonly swap: 'limited_to_zero' | 'memsw_equals_memory' | 'swappiness_zero' | 'no_swap_on_host';
@@ -160,7 +160,7 @@ export function createV1(
         path: `${memoryDir}/memory.oom_control`,
       });
     }
-    writeChecked(io, `${pidsDir}/pids.max`, String(wanted.pidsMax));
+    writeChecked(io, `${pidsDir}/pids.max`, String(wanted.pids));
     let cpuWeight: number | null = null;
     let cpuNote: string | null = 'the v1 cpu controller is not mounted';
     if (cpuDir !== null) {
@@ -172,7 +172,7 @@ export function createV1(
       version: 1,
       dirs,
       procsFiles: dirs.map((dir) => `${dir}/cgroup.procs`),
-      applied: { memoryBytes: memory, pidsMax: wanted.pidsMax, cpuWeight, swap },
+      applied: { memoryBytes: memory, pids: wanted.pids, cpuWeight, swap },
       cpuNote,
       counters: () => {
         const oom = readKeyed(io, `${memoryDir}/memory.oom_control`);
@@ -335,7 +335,7 @@ export function createV2(
     }
     // The whole group is OOM-killed together: no half-dead episode keeps running.
     writeChecked(io, `${dir}/memory.oom.group`, '1');
-    writeChecked(io, `${dir}/pids.max`, String(wanted.pidsMax));
+    writeChecked(io, `${dir}/pids.max`, String(wanted.pids));
     let cpuWeight: number | null = null;
     let cpuNote: string | null = `the v2 cpu controller is not available at ${hierarchy.base}`;
     if (cpuAvailable) {
@@ -347,7 +347,7 @@ export function createV2(
       version: 2,
       dirs: [dir],
       procsFiles: [`${dir}/cgroup.procs`],
-      applied: { memoryBytes: memory, pidsMax: wanted.pidsMax, cpuWeight, swap },
+      applied: { memoryBytes: memory, pids: wanted.pids, cpuWeight, swap },
       cpuNote,
       counters: () => {
         const memoryEvents = readKeyed(io, `${dir}/memory.events`);

@@ -23,7 +23,7 @@ const harnessPid = 424242;
 const siblingPid = 434343;
 
 function options(extra: Record<string, unknown> = {}) {
-  return groupOptionsSchema.parse({ stateDir, hierarchy, memoryBytes: 64 * MiB, pidsMax: 64, ...extra });
+  return groupOptionsSchema.parse({ stateDir, hierarchy, memoryBytes: 64 * MiB, pids: 64, ...extra });
 }
 
 async function create(extra: Record<string, unknown> = {}, io: FakeCgroupFs = fake): Promise<LimitGroup> {
@@ -89,6 +89,7 @@ describe('cgroup v2 backend (fake cgroupfs: this host has no v2 controllers)', (
     expect(group.backend).toBe('cgroup-v2');
     expect(group.limits).toEqual({
       memoryBytes: 64 * MiB,
+      pids: 64,
       pidsMax: 64,
       cpuWeight: 300,
       swap: 'limited_to_zero',

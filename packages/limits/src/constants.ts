@@ -1,4 +1,4 @@
-import { GiB, KiB, MiB } from '@karotte/base';
+import { GiB, KiB } from '@karotte/base';
 
 /**
  * Memory kept for the harness when the student's memory limit is derived from the host:
@@ -8,54 +8,11 @@ import { GiB, KiB, MiB } from '@karotte/base';
 export const HARNESS_HEADROOM_BYTES = GiB;
 
 /**
- * Process (task) limit of one episode's cgroup: far above honest use, far below a fork bomb.
- * @default 2048
- */
-export const DEFAULT_PIDS_MAX = 2048;
-
-/**
- * CPU weight of one episode (cgroup v2 `cpu.weight`, 1–10000; v1 `cpu.shares` = weight × 1024 / 100).
- * @default 100
- */
-export const DEFAULT_CPU_WEIGHT = 100;
-
-/**
  * `oom_score_adj` of every process started through a launch prefix: the kernel's OOM killer
  * picks student processes first, and an unprivileged student cannot lower it.
  * @default 1000
  */
 export const STUDENT_OOM_SCORE_ADJ = 1000;
-
-/**
- * RLIMIT_NOFILE (soft and hard) of every student process.
- * @default 4096
- */
-export const DEFAULT_NOFILE = 4096;
-
-/**
- * Size of an episode's disk quota image, in bytes (the student can write a little less:
- * ext4 metadata takes about 1.5% plus 256 bytes per inode).
- * @default 4 GiB
- */
-export const DEFAULT_DISK_BYTES = 4 * GiB;
-
-/**
- * Inodes (files, directories, links) of an episode's disk quota.
- * @default 262144
- */
-export const DEFAULT_DISK_INODES = 262_144;
-
-/**
- * Smallest quota image accepted (ext4 with 4 KiB blocks needs room for its metadata).
- * @default 8 MiB
- */
-export const MIN_DISK_BYTES = 8 * MiB;
-
-/**
- * Smallest memory limit accepted for a group: below this even a shell cannot start.
- * @default 16 MiB
- */
-export const MIN_MEMORY_BYTES = 16 * MiB;
 
 /**
  * Wall-clock limit of a whole episode, for the packages that run episodes.
@@ -76,29 +33,10 @@ export const DEFAULT_COMMAND_TIMEOUT_MS = 5 * 60_000;
 export const MAX_COMMAND_TIMEOUT_MS = 60 * 60_000;
 
 /**
- * Bytes of one command's output shown to the student (the rest is cut, and the cut is said).
- * @default 16_000
- */
-export const DEFAULT_COMMAND_OUTPUT_BYTES = 16_000;
-
-/**
- * Bytes of one command's output kept in the harness's memory while it runs (a flood past
- * this is discarded as it arrives, so it cannot grow the harness).
- * @default 1 MiB
- */
-export const DEFAULT_COMMAND_OUTPUT_BUFFER_BYTES = MiB;
-
-/**
  * Wall-clock limit of one grader run.
  * @default 600_000 (10 minutes)
  */
 export const DEFAULT_GRADER_TIMEOUT_MS = 10 * 60_000;
-
-/**
- * Bytes of a grader's stdout and stderr kept (each).
- * @default 1 MiB
- */
-export const DEFAULT_GRADER_OUTPUT_BYTES = MiB;
 
 /**
  * How long `remove()` and `killAll()` wait for a group to empty before giving up.

@@ -52,7 +52,7 @@ describe('episodes', () => {
     const created = await Promise.all(
       uids.map((uid, index) =>
         createEpisodeLimits({
-          group: { stateDir, memoryBytes: 64 * MiB, pidsMax: 32 },
+          group: { stateDir, memoryBytes: 64 * MiB, pids: 32 },
           quota: {
             ownerUid: uid,
             pollMs: 0,
@@ -71,7 +71,7 @@ describe('episodes', () => {
     expect(mounts.size).toBe(16);
     created.forEach((episode, index) => {
       expect(episode.group.limits.memoryBytes).toBe(64 * MiB);
-      expect(episode.group.limits.pidsMax).toBe(32);
+      expect(episode.group.limits.pids).toBe(32);
       for (const dir of episode.group.dirs) expect(fs.existsSync(dir)).toBe(true);
       expect(isMounted(episode.quota!.path)).toBe(true);
       expect(fs.statSync(episode.quota!.path).uid).toBe(uids[index]);
@@ -117,7 +117,7 @@ async function bundleChild(dir: string): Promise<string> {
         import { spawn } from 'node:child_process';
         import { createGroup, createQuota } from ${JSON.stringify(source)};
         const [stateDir, imageDir, name, uid] = process.argv.slice(2);
-        const group = await createGroup({ stateDir, name, memoryBytes: 64 * 1024 * 1024, pidsMax: 32 });
+        const group = await createGroup({ stateDir, name, memoryBytes: 64 * 1024 * 1024, pids: 32 });
         const quota = await createQuota({ imageDir, bytes: 16 * 1024 * 1024, inodes: 256, ownerUid: Number(uid), pollMs: 0 });
         const student = spawn(group.launchPrefix()[0], [...group.launchPrefix().slice(1),
           '/usr/bin/setpriv', '--reuid', uid, '--regid', uid, '--clear-groups', '--', '/bin/sleep', '600'],

@@ -63,9 +63,9 @@ describe('cgroup groups on this host', () => {
   });
 
   it('creates a group, writes every limit and reads it back, removes it completely', async () => {
-    const created = await group({ name: uniqueName(), memoryBytes: 96 * MiB, pidsMax: 64, cpuWeight: 50 });
+    const created = await group({ name: uniqueName(), memoryBytes: 96 * MiB, pids: 64, cpuWeight: 50 });
     expect(created.limits.memoryBytes).toBe(96 * MiB);
-    expect(created.limits.pidsMax).toBe(64);
+    expect(created.limits.pids).toBe(64);
     expect(created.limits.cpuWeight).toBe(50);
     if (created.backend === 'cgroup-v1') {
       expect(readCgroupFile(created, 'memory.limit_in_bytes')).toBe(String(96 * MiB));
@@ -129,7 +129,7 @@ describe('cgroup groups on this host', () => {
   });
 
   it('starts a process inside the group through the launch prefix, with oom_score_adj and rlimits', async () => {
-    const created = await group({ name: uniqueName(), memoryBytes: 64 * MiB, pidsMax: 64 });
+    const created = await group({ name: uniqueName(), memoryBytes: 64 * MiB, pids: 64 });
     const uid = testUid();
     cleanups.push(() => killUid(uid));
     const prefix = created.launchPrefix({ rlimits: { nofile: 77, fsizeBytes: 5 * MiB } });
@@ -174,7 +174,7 @@ describe('cgroup groups on this host', () => {
   });
 
   it('stops a memory hog at the limit, the harness lives on, and reports the OOM kill', async () => {
-    const created = await group({ name: uniqueName(), memoryBytes: 96 * MiB, pidsMax: 64 });
+    const created = await group({ name: uniqueName(), memoryBytes: 96 * MiB, pids: 64 });
     // Read back first: the hog only runs inside a limit we have just seen in force.
     expect(created.limits.memoryBytes).toBe(96 * MiB);
     expect(
@@ -214,7 +214,7 @@ describe('cgroup groups on this host', () => {
   });
 
   it('stops a tmpfs filler at the limit (RAM-backed files count) and reports it', async () => {
-    const created = await group({ name: uniqueName(), memoryBytes: 96 * MiB, pidsMax: 64 });
+    const created = await group({ name: uniqueName(), memoryBytes: 96 * MiB, pids: 64 });
     expect(
       Number(
         readCgroupFile(created, created.backend === 'cgroup-v1' ? 'memory.limit_in_bytes' : 'memory.max'),
@@ -242,7 +242,7 @@ describe('cgroup groups on this host', () => {
   });
 
   it('stops SysV shared memory at the limit (shm pages are charged to the group)', async () => {
-    const created = await group({ name: uniqueName(), memoryBytes: 96 * MiB, pidsMax: 64 });
+    const created = await group({ name: uniqueName(), memoryBytes: 96 * MiB, pids: 64 });
     expect(
       Number(
         readCgroupFile(created, created.backend === 'cgroup-v1' ? 'memory.limit_in_bytes' : 'memory.max'),
@@ -283,7 +283,7 @@ describe('cgroup groups on this host', () => {
   });
 
   it('stops a fork bomb at pids.max, the harness can still start processes, and reports it', async () => {
-    const created = await group({ name: uniqueName(), memoryBytes: 256 * MiB, pidsMax: 64 });
+    const created = await group({ name: uniqueName(), memoryBytes: 256 * MiB, pids: 64 });
     expect(readCgroupFile(created, 'pids.max')).toBe('64');
     const uid = testUid();
     cleanups.push(() => killUid(uid));
@@ -313,7 +313,7 @@ describe('cgroup groups on this host', () => {
   });
 
   it('killAll kills a SIGSTOPped member and a fork-and-die relay alike', async () => {
-    const created = await group({ name: uniqueName(), memoryBytes: 128 * MiB, pidsMax: 128 });
+    const created = await group({ name: uniqueName(), memoryBytes: 128 * MiB, pids: 128 });
     const uid = testUid();
     cleanups.push(() => killUid(uid));
     const relay = runBounded(

@@ -13,13 +13,10 @@ import { cgroupHierarchySchema, detectCgroups } from './cgroup-detect.js';
 import type { CgroupIo } from './cgroup-io.js';
 import { readNumber, realCgroupIo } from './cgroup-io.js';
 import {
-  DEFAULT_CPU_WEIGHT,
   DEFAULT_EVENT_POLL_MS,
-  DEFAULT_PIDS_MAX,
   DEFAULT_REMOVE_TIMEOUT_MS,
   DEFAULT_STATE_DIR,
   HARNESS_HEADROOM_BYTES,
-  MIN_MEMORY_BYTES,
 } from './constants.js';
 import { LimitsError, throwIfAborted } from './errors.js';
 import type { Contract, LimitEvent } from './events.js';
@@ -28,6 +25,7 @@ import type { GroupKillResult, KillableGroup } from './group-types.js';
 import type { LaunchBinaries, RlimitOptions, Rlimits } from './launch.js';
 import { buildLaunchPrefix, resolveLaunchBinaries, rlimitsSchema } from './launch.js';
 import { hostMemoryBytes, pageSize } from './proc.js';
+import { DEFAULT_CPU_WEIGHT, DEFAULT_PIDS, MAX_PIDS, MIN_MEMORY_BYTES, limitRules } from './spec.js';
 import { ensureSafeDir, removeRecord, selfIdentity, writeRecord } from './state.js';
 
 /** Group names: start with `karotte`, then letters, digits, `_`, `.`, `-`; at most 100 characters. */
@@ -35,7 +33,14 @@ export const GROUP_NAME_PATTERN = /^karotte[A-Za-z0-9_.-]*$/;
 
 const absolutePath = z.string().startsWith('/').max(4096);
 
-/** Options of {@link createGroup}. Strict: an unknown key is an error naming it. */
+// Any process count a cgroup takes: a group is also the grader's and a test's, not only a
+// student's (whose smallest is studentLimitsSchema's 32).
+const groupPids = z.number().int().min(1).max(MAX_PIDS);
+
+/**
+ * Options of {@link createGroup}. Strict: an unknown key is an error naming it. `memoryBytes`
+ * and `cpuWeight` have the bounds of `studentLimitsSchema`; `pids` accepts every count from 1.
+ */
 export const groupOptionsSchema = z
   .object({
     /** Group name, unique on the host. @default `karotte-<pid>-<random hex>` */
@@ -45,17 +50,19 @@ export const groupOptionsSchema = z
      * in bytes. Rounded down to the page size by the kernel.
      * @default min(host RAM, every memory limit above this process's cgroup) − harnessHeadroomBytes
      */
-    memoryBytes: z.number().int().min(MIN_MEMORY_BYTES).optional(),
+    memoryBytes: limitRules.memoryBytes.optional(),
     /** Memory kept for the harness when `memoryBytes` is derived. @default HARNESS_HEADROOM_BYTES (1 GiB) */
     harnessHeadroomBytes: z.number().int().nonnegative().default(HARNESS_HEADROOM_BYTES),
-    /** Most processes and threads alive in the group at once. @default DEFAULT_PIDS_MAX (2048) */
-    pidsMax: z.number().int().min(1).max(4_194_304).default(DEFAULT_PIDS_MAX),
+    /** Most processes and threads alive in the group at once, 1 to 4194304. @default DEFAULT_PIDS (2048) */
+    pids: groupPids.optional(),
+    /** The old name of `pids`, deprecated: accepted until the next minor release; giving both with different values is an error. */
+    pidsMax: groupPids.optional(),
     /**
      * CPU weight, 1–10000. When given and the cpu controller is missing, creation fails;
      * when omitted it is applied where the controller exists and reported otherwise.
      * @default DEFAULT_CPU_WEIGHT (100)
      */
-    cpuWeight: z.number().int().min(1).max(10_000).optional(),
+    cpuWeight: limitRules.cpuWeight.optional(),
     /** Per-process limits applied by {@link LimitGroup.launchPrefix}. @default { nofile: 4096, coreBytes: 0 } */
     rlimits: rlimitsSchema.prefault({}),
     /** Directory of owner records (for crash recovery). @default DEFAULT_STATE_DIR ('/run/karotte') */
@@ -73,7 +80,13 @@ export const groupOptionsSchema = z
     /** Cancels creation. */
     abortSignal: z.instanceof(AbortSignal).optional(),
   })
-  .strict();
+  .strict()
+  .transform(({ pids, pidsMax, ...options }, ctx) => {
+    if (pids !== undefined && pidsMax !== undefined && pids !== pidsMax) {
+      ctx.addIssue({ code: 'custom', path: ['pidsMax'], message: 'is the old name of pids: give only pids' });
+    }
+    return { ...options, pids: pids ?? pidsMax ?? DEFAULT_PIDS };
+  });
 
 /** Options of {@link createGroup} as a caller writes them. */
 export type GroupOptions = z.input<typeof groupOptionsSchema>;
@@ -109,6 +122,8 @@ export interface LimitGroup extends KillableGroup {
   /** The values in force, as read back from the kernel. */
   readonly limits: {
     readonly memoryBytes: number;
+    readonly pids: number;
+    /** The old name of `pids` (the same value), deprecated: kept until the next minor release. */
     readonly pidsMax: number;
     /** Null when the cpu controller is not available. */
     readonly cpuWeight: number | null;
@@ -231,7 +246,7 @@ function createGroupSync(
   const name = options.name ?? `karotte-${process.pid}-${crypto.randomBytes(6).toString('hex')}`;
   const wanted: WantedLimits = {
     memoryBytes,
-    pidsMax: options.pidsMax,
+    pids: options.pids,
     cpuWeight: options.cpuWeight ?? DEFAULT_CPU_WEIGHT,
     cpuWeightExplicit: options.cpuWeight !== undefined,
   };
@@ -293,7 +308,7 @@ class CgroupLimitGroup implements LimitGroup {
   ) {
     this.backend = cgroup.version === 2 ? 'cgroup-v2' : 'cgroup-v1';
     this.dirs = cgroup.dirs;
-    this.limits = { ...cgroup.applied };
+    this.limits = { ...cgroup.applied, pidsMax: cgroup.applied.pids };
     this.baseline = cgroup.counters();
     const v = cgroup.version;
     this.contracts = {
@@ -308,7 +323,7 @@ class CgroupLimitGroup implements LimitGroup {
       pids: {
         contract: 'prevented',
         mechanism: `cgroup v${v} pids.max`,
-        reason: `limit ${cgroup.applied.pidsMax} read back`,
+        reason: `limit ${cgroup.applied.pids} read back`,
       },
       cpu_weight:
         cgroup.applied.cpuWeight === null
@@ -387,7 +402,7 @@ class CgroupLimitGroup implements LimitGroup {
         count: refusals,
         atMs: this.firstSeen.at('pids', nowMs),
         observed: now.pidsPeak ?? now.pids,
-        limitValue: this.limits.pidsMax,
+        limitValue: this.limits.pids,
         source: 'pids.events:max',
       });
     }

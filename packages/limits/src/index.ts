@@ -1,23 +1,24 @@
 export type { KillableGroup, GroupKillResult } from './group-types.js';
 export { LimitsError } from './errors.js';
 export type { LimitsErrorCode, LimitsErrorDetails } from './errors.js';
+export { studentLimitsSchema } from './spec.js';
+export type { StudentLimitOptions, StudentLimits } from './spec.js';
 export {
-  HARNESS_HEADROOM_BYTES,
-  DEFAULT_PIDS_MAX,
+  DEFAULT_PIDS,
   DEFAULT_CPU_WEIGHT,
-  STUDENT_OOM_SCORE_ADJ,
   DEFAULT_NOFILE,
   DEFAULT_DISK_BYTES,
   DEFAULT_DISK_INODES,
   MIN_DISK_BYTES,
   MIN_MEMORY_BYTES,
+} from './spec.js';
+export {
+  HARNESS_HEADROOM_BYTES,
+  STUDENT_OOM_SCORE_ADJ,
   DEFAULT_EPISODE_WALL_TIME_MS,
   DEFAULT_COMMAND_TIMEOUT_MS,
   MAX_COMMAND_TIMEOUT_MS,
-  DEFAULT_COMMAND_OUTPUT_BYTES,
-  DEFAULT_COMMAND_OUTPUT_BUFFER_BYTES,
   DEFAULT_GRADER_TIMEOUT_MS,
-  DEFAULT_GRADER_OUTPUT_BYTES,
   DEFAULT_REMOVE_TIMEOUT_MS,
   DEFAULT_WATCHDOG_POLL_MS,
   DEFAULT_WATCHDOG_ENTRY_BUDGET,

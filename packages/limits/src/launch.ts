@@ -7,7 +7,8 @@
 // argument; the script text is a constant.
 import { parseOptions, resolveTrustedBinary } from '@karotte/base';
 import { z } from 'zod';
-import { DEFAULT_NOFILE, STUDENT_OOM_SCORE_ADJ } from './constants.js';
+import { STUDENT_OOM_SCORE_ADJ } from './constants.js';
+import { DEFAULT_NOFILE, MAX_NOFILE, limitRules } from './spec.js';
 
 /**
  * The constant script of the launch prefix. Positional arguments: cgroup.procs files, then
@@ -41,12 +42,16 @@ const LAUNCH_ARGV0 = 'karotte-launch';
  */
 export const rlimitsSchema = z
   .object({
-    /** RLIMIT_NOFILE. @default 4096 */
-    nofile: z.number().int().min(3).max(1_048_576).default(DEFAULT_NOFILE),
+    /**
+     * RLIMIT_NOFILE, 3 (stdin, stdout, stderr) to 1048576. A student's is at least 16
+     * (`studentLimitsSchema`).
+     * @default DEFAULT_NOFILE (4096)
+     */
+    nofile: z.number().int().min(3).max(MAX_NOFILE).default(DEFAULT_NOFILE),
     /** RLIMIT_CORE: no core dumps (a core of a big process is a disk flood). @default 0 */
     coreBytes: z.number().int().nonnegative().default(0),
     /** RLIMIT_FSIZE: largest file a process may write (SIGXFSZ past it). @default unset */
-    fsizeBytes: z.number().int().positive().optional(),
+    fsizeBytes: limitRules.fsizeBytes.optional(),
     /** RLIMIT_NPROC (counts per uid across the host). @default unset */
     nproc: z.number().int().positive().optional(),
     /** RLIMIT_STACK. @default unset */

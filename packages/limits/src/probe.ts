@@ -93,7 +93,7 @@ export async function probe(options: ProbeOptions = {}): Promise<ProbeResult> {
     group = await createGroup({
       name: `karotte-probe-${process.pid}-${crypto.randomBytes(4).toString('hex')}`,
       memoryBytes: PROBE_MEMORY,
-      pidsMax: PROBE_PIDS,
+      pids: PROBE_PIDS,
       stateDir: parsed.stateDir,
       ...(parsed.hierarchy === undefined ? {} : { hierarchy: parsed.hierarchy }),
       ...(parsed.abortSignal === undefined ? {} : { abortSignal: parsed.abortSignal }),

@@ -7,40 +7,27 @@ import path from 'node:path';
 import { isErrno, parseOptions, resolveTrustedBinary, toSystemError } from '@karotte/base';
 import { z } from 'zod';
 import { parseMountInfo } from './cgroup-detect.js';
-import {
-  DEFAULT_DISK_BYTES,
-  DEFAULT_DISK_INODES,
-  DEFAULT_IMAGE_DIR,
-  DEFAULT_QUOTA_POLL_MS,
-  MIN_DISK_BYTES,
-  QUOTA_BLOCK_BYTES,
-} from './constants.js';
+import { DEFAULT_IMAGE_DIR, DEFAULT_QUOTA_POLL_MS, QUOTA_BLOCK_BYTES } from './constants.js';
 import { runTrusted } from './exec.js';
 import { LimitsError, throwIfAborted } from './errors.js';
 import type { LimitEvent } from './events.js';
 import { FirstSeen } from './events.js';
 import type { GroupLimitReport } from './group.js';
+import { DEFAULT_DISK_BYTES, defaultDiskInodes, limitRules } from './spec.js';
 import { ensureSafeDir, removeRecord, selfIdentity, writeRecord } from './state.js';
 
 const absolutePath = z.string().startsWith('/').max(4096);
 const id32 = z.number().int().min(0).max(4_294_967_294);
 
-/** Size options shared by {@link createQuota} and {@link createQuotaPool}. */
+/**
+ * Size options shared by {@link createQuota} and {@link createQuotaPool}: the bounds and
+ * defaults of `studentLimitsSchema`'s `diskBytes` and `diskInodes`.
+ */
 const sizeShape = {
-  /** Size of the image in bytes (rounded down to 4 KiB). The student can write a little less (ext4 metadata). @default DEFAULT_DISK_BYTES (4 GiB) */
-  bytes: z
-    .number()
-    .int()
-    .min(MIN_DISK_BYTES)
-    .max(2 ** 50)
-    .default(DEFAULT_DISK_BYTES),
-  /** Inodes (files, directories, symlinks) the student can create; ext4 may round up to fill a block. @default DEFAULT_DISK_INODES (262144) */
-  inodes: z
-    .number()
-    .int()
-    .min(64)
-    .max(2 ** 32 - 1)
-    .default(DEFAULT_DISK_INODES),
+  /** Size of the image in bytes (rounded down to 4 KiB), 8 MiB to 1 PiB. The student can write a little less (ext4 metadata). @default DEFAULT_DISK_BYTES (1 GiB) */
+  bytes: limitRules.diskBytes.default(DEFAULT_DISK_BYTES),
+  /** Inodes (files, directories, symlinks) the student can create; ext4 may round up to fill a block. @default one per 16 KiB of bytes, at most DEFAULT_DISK_INODES (65536) */
+  inodes: limitRules.diskInodes.optional(),
   /** Directory of images, mount points and owner records. @default DEFAULT_IMAGE_DIR ('/var/lib/karotte') */
   imageDir: absolutePath.default(DEFAULT_IMAGE_DIR),
 };
@@ -59,8 +46,18 @@ const acquireShape = {
   abortSignal: z.instanceof(AbortSignal).optional(),
 };
 
+/** The inode count a quota gets when none is given. */
+function withInodes<T extends { bytes: number; inodes?: number | undefined }>(
+  options: T,
+): T & { inodes: number } {
+  return { ...options, inodes: options.inodes ?? defaultDiskInodes(options.bytes) };
+}
+
 /** Options of {@link createQuota}. Strict. */
-export const quotaOptionsSchema = z.object({ ...sizeShape, ...acquireShape }).strict();
+export const quotaOptionsSchema = z
+  .object({ ...sizeShape, ...acquireShape })
+  .strict()
+  .transform(withInodes);
 /** Options of {@link createQuota} as a caller writes them. */
 export type QuotaOptions = z.input<typeof quotaOptionsSchema>;
 
@@ -76,7 +73,8 @@ export const quotaPoolOptionsSchema = z
     /** Prepared (formatted and mounted, not yet owned) images kept ready. @default 2 */
     size: z.number().int().min(1).max(32).default(2),
   })
-  .strict();
+  .strict()
+  .transform(withInodes);
 /** Options of {@link createQuotaPool} as a caller writes them. */
 export type QuotaPoolOptions = z.input<typeof quotaPoolOptionsSchema>;
 

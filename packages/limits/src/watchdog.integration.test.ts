@@ -22,7 +22,7 @@ let uid = 0;
 beforeEach(async () => {
   const state = tempDir('limits-state');
   cleanups.push(state.cleanup);
-  safetyNet = await createGroup({ stateDir: state.dir, memoryBytes: 384 * MiB, pidsMax: 256 });
+  safetyNet = await createGroup({ stateDir: state.dir, memoryBytes: 384 * MiB, pids: 256 });
   cleanups.push(async () => {
     await safetyNet.remove();
   });

@@ -1,0 +1,150 @@
+// The student's limits: one schema for the whole path of an episode's limits. Core's task.json
+// and defineTask take their fields from it, the sandbox's options are it (plus the sizes of the
+// sandbox's own /tmp and /dev/shm), and this package's group, quota and rlimits check the same
+// bounds. One bound and one default per limit, written here once, so a value one layer accepts
+// is a value every layer below accepts: a task that validates cannot fail later on its limits.
+import { GiB, KiB, MiB } from '@karotte/base';
+import { z } from 'zod';
+
+/**
+ * Smallest memory limit: below this even a shell cannot start.
+ * @default 16 MiB
+ */
+export const MIN_MEMORY_BYTES = 16 * MiB;
+
+/**
+ * Smallest process limit of a student. The sandbox's own processes share the student's group
+ * (its PID 1, the shell, and the threads of the Node.js that runs the network check: about a
+ * dozen before the student runs anything; 8 already makes the sandbox's setup fail), so 32
+ * leaves room for a few commands.
+ */
+const MIN_PIDS = 32;
+
+/** Largest process limit: the kernel's `PID_MAX_LIMIT` on 64-bit (no host can run more). */
+export const MAX_PIDS = 4_194_304;
+
+/**
+ * Process (and thread) limit of one student: far above honest use, far below a fork bomb.
+ * @default 2048
+ */
+export const DEFAULT_PIDS = 2048;
+
+/**
+ * CPU weight of one student (cgroup v2 `cpu.weight`, 1–10000; v1 `cpu.shares` = weight × 1024 / 100).
+ * @default 100
+ */
+export const DEFAULT_CPU_WEIGHT = 100;
+
+/**
+ * Smallest disk quota (ext4 with 4 KiB blocks needs room for its metadata).
+ * @default 8 MiB
+ */
+export const MIN_DISK_BYTES = 8 * MiB;
+
+/** Largest disk quota: 1 PiB (the image is preallocated, so the host's free space is the real bound). */
+const MAX_DISK_BYTES = 2 ** 50;
+
+/**
+ * Size of a student's disk quota image, in bytes (the student can write a little less: ext4
+ * metadata takes about 1.5% plus 256 bytes per inode).
+ * @default 1 GiB
+ */
+export const DEFAULT_DISK_BYTES = GiB;
+
+/**
+ * Inodes (files, directories, links) of a disk quota of the default size, and the most a
+ * derived inode count gives (see {@link defaultDiskInodes}).
+ * @default 65536
+ */
+export const DEFAULT_DISK_INODES = 65_536;
+
+/** Smallest inode count of a quota. */
+const MIN_DISK_INODES = 64;
+
+/**
+ * RLIMIT_NOFILE (soft and hard) of every student process.
+ * @default 4096
+ */
+export const DEFAULT_NOFILE = 4096;
+
+/** Largest RLIMIT_NOFILE: the kernel's default `fs.nr_open`. */
+export const MAX_NOFILE = 1_048_576;
+
+/**
+ * The inode count of a quota of `diskBytes` when none is given: ext4's own ratio (one inode per
+ * 16 KiB), at least 64 and at most {@link DEFAULT_DISK_INODES} (reached at the default 1 GiB).
+ */
+export function defaultDiskInodes(diskBytes: number): number {
+  return Math.max(MIN_DISK_INODES, Math.min(DEFAULT_DISK_INODES, Math.floor(diskBytes / (16 * KiB))));
+}
+
+/** The bound of each limit, without a default: the group, quota and rlimits reuse them. */
+export const limitRules = {
+  memoryBytes: z.number().int().min(MIN_MEMORY_BYTES).max(Number.MAX_SAFE_INTEGER),
+  pids: z.number().int().min(MIN_PIDS).max(MAX_PIDS),
+  cpuWeight: z.number().int().min(1).max(10_000),
+  diskBytes: z.number().int().min(MIN_DISK_BYTES).max(MAX_DISK_BYTES),
+  diskInodes: z
+    .number()
+    .int()
+    .min(MIN_DISK_INODES)
+    .max(2 ** 32 - 1),
+  nofile: z.number().int().min(16).max(MAX_NOFILE),
+  fsizeBytes: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+};
+
+/**
+ * The limits of one student, as the sandbox applies them. Sizes in bytes. Strict: a misspelled
+ * limit is an error naming it. Core's `task.json` `limits` takes `memoryBytes`, `pids` and
+ * `diskBytes` from here with these bounds (an omitted one gets the default below when the
+ * sandbox applies it). The sizes of the sandbox's private `/tmp` and `/dev/shm` are not here:
+ * they are mounts the sandbox makes (their pages count against `memoryBytes`), not limits this
+ * package enforces.
+ */
+export const studentLimitsSchema = z
+  .object({
+    /**
+     * Memory of the whole student: processes, page cache, tmpfs and `/dev/shm` files, SysV
+     * shm. At least 16 MiB. Rounded down to the page size by the kernel.
+     * @default min(host RAM, every memory limit above the harness's cgroup) − HARNESS_HEADROOM_BYTES (1 GiB)
+     */
+    memoryBytes: limitRules.memoryBytes.optional(),
+    /**
+     * Most processes and threads at once, the sandbox's own included. 32 to 4194304.
+     * @default DEFAULT_PIDS (2048)
+     */
+    pids: limitRules.pids.default(DEFAULT_PIDS),
+    /**
+     * CPU weight, 1–10000. When given and the cpu controller is missing, creation fails; when
+     * omitted, DEFAULT_CPU_WEIGHT (100) is applied where the controller exists.
+     * @default DEFAULT_CPU_WEIGHT (100) where the cpu controller exists
+     */
+    cpuWeight: limitRules.cpuWeight.optional(),
+    /**
+     * Kernel-enforced disk quota of the working directory (a preallocated ext4 image). 8 MiB to
+     * 1 PiB (the host must have the space: the image is never sparse).
+     * @default DEFAULT_DISK_BYTES (1 GiB)
+     */
+    diskBytes: limitRules.diskBytes.default(DEFAULT_DISK_BYTES),
+    /**
+     * Files, directories and links the working directory can hold. At least 64.
+     * @default one per 16 KiB of diskBytes, at most DEFAULT_DISK_INODES (65536)
+     */
+    diskInodes: limitRules.diskInodes.optional(),
+    /**
+     * RLIMIT_NOFILE of every student process. 16 to 1048576.
+     * @default DEFAULT_NOFILE (4096)
+     */
+    nofile: limitRules.nofile.default(DEFAULT_NOFILE),
+    /**
+     * RLIMIT_FSIZE: the largest file one student process may write (SIGXFSZ past it).
+     * @default unset
+     */
+    fsizeBytes: limitRules.fsizeBytes.optional(),
+  })
+  .strict();
+
+/** The limits of one student as a caller writes them (every field optional). */
+export type StudentLimitOptions = z.input<typeof studentLimitsSchema>;
+/** The limits of one student after defaults. */
+export type StudentLimits = z.output<typeof studentLimitsSchema>;

@@ -119,7 +119,7 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
   try {
     box = await createSandbox({
       stateDir: parsed.stateDir,
-      limits: { memoryBytes: 128 * MiB, pidsMax: 64, diskBytes: 8 * MiB, tmpBytes: 4 * MiB, shmBytes: MiB },
+      limits: { memoryBytes: 128 * MiB, pids: 64, diskBytes: 8 * MiB, tmpBytes: 4 * MiB, shmBytes: MiB },
       ...(parsed.abortSignal === undefined ? {} : { abortSignal: parsed.abortSignal }),
     });
   } catch (error) {

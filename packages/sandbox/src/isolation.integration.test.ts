@@ -35,7 +35,7 @@ beforeAll(async () => {
     limits: {
       diskBytes: 16 * MiB,
       memoryBytes: 192 * MiB,
-      pidsMax: 96,
+      pids: 96,
       tmpBytes: 8 * MiB,
       shmBytes: 4 * MiB,
     },
@@ -201,7 +201,7 @@ describe('no network', () => {
 
 describe('limits hit inside the sandbox, the harness lives', () => {
   it('limits were read back before the test', () => {
-    expect(box.limits.group.limits.pidsMax).toBe(96);
+    expect(box.limits.group.limits.pids).toBe(96);
     expect(box.limits.group.limits.memoryBytes).toBeLessThanOrEqual(192 * MiB);
     expect(box.limits.quota?.limits.bytes).toBeLessThanOrEqual(16 * MiB);
   });

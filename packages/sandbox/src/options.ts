@@ -1,6 +1,12 @@
 import net from 'node:net';
 import { z } from 'zod';
-import { GiB, KiB, MiB } from '@karotte/base';
+import { KiB, MiB } from '@karotte/base';
+import {
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  DEFAULT_PIDS,
+  MAX_COMMAND_TIMEOUT_MS,
+  studentLimitsSchema,
+} from '@karotte/limits';
 import { DEFAULT_PASS_ENV } from './env.js';
 
 /** First uid of the reserved range: ids nobody else hands out (above systemd's dynamic and container ranges). */
@@ -16,45 +22,40 @@ const absolutePath = z
   .max(4096)
   .refine((value) => !value.includes('\0') && !value.includes('\n'), 'must not contain NUL or newline');
 
-/** Student limits. Sizes in bytes, times in ms. */
-export const sandboxLimitsSchema = z
-  .object({
-    /** Memory of the whole sandbox (processes, page cache, /tmp and /dev/shm files, SysV shm). @default derived by @karotte/limits (host RAM − 1 GiB headroom) */
-    memoryBytes: z
-      .number()
-      .int()
-      .min(16 * MiB)
-      .optional(),
-    /** Most processes and threads at once. @default 2048 */
-    pidsMax: z.number().int().min(8).max(4_194_304).default(2048),
-    /** CPU weight 1–10000. @default the host default */
-    cpuWeight: z.number().int().min(1).max(10_000).optional(),
-    /** Kernel-enforced disk quota of the working directory (a preallocated ext4 image). @default 1 GiB */
-    diskBytes: z
-      .number()
-      .int()
-      .min(8 * MiB)
-      .default(GiB),
-    /** Files and directories the working directory can hold. @default min(65536, diskBytes / 16 KiB) */
-    diskInodes: z.number().int().min(64).optional(),
+const pids = studentLimitsSchema.shape.pids.unwrap();
+
+/**
+ * Student limits: `studentLimitsSchema` of `@karotte/limits` (the one schema of a student's
+ * limits, with its bounds and defaults: `memoryBytes`, `pids`, `cpuWeight`, `diskBytes`,
+ * `diskInodes`, `nofile`, `fsizeBytes`), plus the sizes of the sandbox's own `/tmp` and
+ * `/dev/shm`. Sizes in bytes. Strict.
+ */
+export const sandboxLimitsSchema = studentLimitsSchema
+  .extend({
+    /** Most processes and threads at once, the sandbox's own included; 32 to 4194304. @default DEFAULT_PIDS (2048) */
+    pids: pids.optional(),
+    /** The old name of `pids`, deprecated: accepted until the next minor release; giving both with different values is an error. */
+    pidsMax: pids.optional(),
     /** Size of the private /tmp (tmpfs; its pages count against memoryBytes). @default 256 MiB */
     tmpBytes: z
       .number()
       .int()
       .min(MiB)
       .default(256 * MiB),
-    /** Size of the private /dev/shm. @default 64 MiB */
+    /** Size of the private /dev/shm (tmpfs; its pages count against memoryBytes). @default 64 MiB */
     shmBytes: z
       .number()
       .int()
       .min(MiB)
       .default(64 * MiB),
-    /** RLIMIT_NOFILE. @default 4096 */
-    nofile: z.number().int().min(16).max(1_048_576).default(4096),
-    /** RLIMIT_FSIZE (largest file one process may write). @default unset */
-    fsizeBytes: z.number().int().positive().optional(),
   })
-  .strict();
+  .strict()
+  .transform(({ pids: given, pidsMax, ...limits }, ctx) => {
+    if (given !== undefined && pidsMax !== undefined && given !== pidsMax) {
+      ctx.addIssue({ code: 'custom', path: ['pidsMax'], message: 'is the old name of pids: give only pids' });
+    }
+    return { ...limits, pids: given ?? pidsMax ?? DEFAULT_PIDS };
+  });
 
 /**
  * An address the student may reach (e.g. a model proxy). Only the address is enforced (a route
@@ -125,8 +126,17 @@ export const sandboxOptionsSchema = z
     passEnv: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).default([...DEFAULT_PASS_ENV]),
     /** Network: loopback only, or an allow-list through a veth pair. @default { mode: 'loopback' } */
     network: networkOptionsSchema.default({ mode: 'loopback' }),
-    /** Default per-command timeout of exec(). @default 300000 */
-    commandTimeoutMs: z.number().int().positive().max(3_600_000).default(300_000),
+    /**
+     * Timeout of an exec() that gives none; at most MAX_COMMAND_TIMEOUT_MS (1 h), as for every
+     * exec(). @karotte/core gives every command its own timeout and leaves this alone.
+     * @default DEFAULT_COMMAND_TIMEOUT_MS (300000)
+     */
+    commandTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_COMMAND_TIMEOUT_MS)
+      .default(DEFAULT_COMMAND_TIMEOUT_MS),
     /** Output kept per stream per command: the first headBytes and the last tailBytes. */
     output: z
       .object({
@@ -176,8 +186,12 @@ export type ParsedSandboxOptions = z.output<typeof sandboxOptionsSchema>;
 /** Options of {@link Sandbox.exec}. */
 export const execOptionsSchema = z
   .object({
-    /** Per-command timeout: past it the foreground job is killed, the shell stays. @default the sandbox's commandTimeoutMs */
-    timeoutMs: z.number().int().positive().max(3_600_000).optional(),
+    /**
+     * Per-command timeout, at most MAX_COMMAND_TIMEOUT_MS (1 h, the bound of `task.json`'s
+     * `commandTimeoutMs` too): past it the foreground job is killed, the shell stays.
+     * @default the sandbox's commandTimeoutMs
+     */
+    timeoutMs: z.number().int().positive().max(MAX_COMMAND_TIMEOUT_MS).optional(),
     /** Stops the command like a timeout. */
     abortSignal: z.instanceof(AbortSignal).optional(),
   })

@@ -17,9 +17,9 @@ function mounted(): string {
 
 describe('resources', () => {
   it('a fork bomb hits the pids limit, the harness lives, and teardown proves every process gone', async () => {
-    const box = await createSandbox({ limits: { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, pidsMax: 64 } });
+    const box = await createSandbox({ limits: { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, pids: 64 } });
     made.push(box);
-    expect(box.limits.group.limits.pidsMax).toBe(64); // read back before the bomb
+    expect(box.limits.group.limits.pids).toBe(64); // read back before the bomb
     await box.exec('bash -c ":(){ :|:& };:; wait"', { timeoutMs: 3000 });
     // The bomb backgrounds itself: the command ends at once, while the bomb goes on and
     // saturates the group (or the command's timeout stops it first: either way). The kernel's
@@ -37,7 +37,7 @@ describe('resources', () => {
     const boxes = await Promise.all(
       Array.from({ length: 16 }, () =>
         createSandbox({
-          limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB, pidsMax: 64, tmpBytes: 4 * MiB },
+          limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB, pids: 64, tmpBytes: 4 * MiB },
         }),
       ),
     );

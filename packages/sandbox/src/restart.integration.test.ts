@@ -16,7 +16,7 @@ afterEach(async () => {
 
 async function sandbox(limits: { memoryBytes?: number; shmBytes?: number } = {}): Promise<Sandbox> {
   const box = await createSandbox({
-    limits: { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, pidsMax: 64, ...limits },
+    limits: { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, pids: 64, ...limits },
     commandTimeoutMs: 60_000,
   });
   made.push(box);

@@ -495,15 +495,7 @@ class SandboxImpl implements Sandbox {
     this.limits = await createLimits({
       name: `karotte-${this.id}`,
       uid: this.uid,
-      memoryBytes: options.limits.memoryBytes,
-      pidsMax: options.limits.pidsMax,
-      cpuWeight: options.limits.cpuWeight,
-      nofile: options.limits.nofile,
-      fsizeBytes: options.limits.fsizeBytes,
-      diskBytes: options.limits.diskBytes,
-      diskInodes:
-        options.limits.diskInodes ??
-        Math.max(64, Math.min(65_536, Math.floor(options.limits.diskBytes / 16_384))),
+      limits: options.limits,
       abortSignal: options.abortSignal,
     });
     this.limitsMade = true;

@@ -8,46 +8,46 @@ import {
   type EpisodeLimits,
   type LimitEvent,
   type ProbeResult,
+  type StudentLimits,
 } from '@karotte/limits';
 import { reap, reclaimLeftovers, type ConfirmedReapRecord, type ReclaimRecord } from '@karotte/proc-reaper';
 
 export type { EpisodeLimits, LimitEvent, ProbeResult, ConfirmedReapRecord, ReclaimRecord };
 
+/** The episode's limits group and quota for one sandbox. */
 export interface EpisodeLimitRequest {
   readonly name: string;
   readonly uid: number;
-  readonly memoryBytes: number | undefined;
-  readonly pidsMax: number;
-  readonly cpuWeight: number | undefined;
-  readonly nofile: number;
-  readonly fsizeBytes: number | undefined;
-  readonly diskBytes: number;
-  readonly diskInodes: number;
+  /** The student's limits, parsed (with their defaults) by `studentLimitsSchema`. */
+  readonly limits: StudentLimits;
   readonly abortSignal: AbortSignal | undefined;
 }
 
-/** The episode's cgroup group (memory, pids, CPU; oom_score_adj and rlimits in its prefix) and disk quota. */
+/**
+ * The episode's cgroup group (memory, pids, CPU; oom_score_adj and rlimits in its prefix) and
+ * disk quota. The one place a student's limits meet the primitives' own options: the group
+ * takes `memoryBytes`, `pids`, `cpuWeight` by the same names, the rlimits `nofile` and
+ * `fsizeBytes`, the quota (a primitive of any size) `diskBytes` and `diskInodes` as its
+ * `bytes` and `inodes`.
+ */
 export function createLimits(request: EpisodeLimitRequest): Promise<EpisodeLimits> {
+  const { limits, abortSignal } = request;
   return createEpisodeLimits({
     group: {
       name: request.name,
-      ...(request.memoryBytes === undefined ? {} : { memoryBytes: request.memoryBytes }),
-      pidsMax: request.pidsMax,
-      ...(request.cpuWeight === undefined ? {} : { cpuWeight: request.cpuWeight }),
-      rlimits: {
-        nofile: request.nofile,
-        coreBytes: 0,
-        ...(request.fsizeBytes === undefined ? {} : { fsizeBytes: request.fsizeBytes }),
-      },
-      ...(request.abortSignal === undefined ? {} : { abortSignal: request.abortSignal }),
+      memoryBytes: limits.memoryBytes,
+      pids: limits.pids,
+      cpuWeight: limits.cpuWeight,
+      rlimits: { nofile: limits.nofile, coreBytes: 0, fsizeBytes: limits.fsizeBytes },
+      abortSignal,
     },
     quota: {
-      bytes: request.diskBytes,
-      inodes: request.diskInodes,
+      bytes: limits.diskBytes,
+      inodes: limits.diskInodes,
       ownerUid: request.uid,
       ownerGid: request.uid,
       mode: 0o700,
-      ...(request.abortSignal === undefined ? {} : { abortSignal: request.abortSignal }),
+      abortSignal,
     },
   });
 }

@@ -120,7 +120,7 @@ describe('setup', () => {
       Array.from({ length: 8 }, async () => {
         const box = await createSandbox({
           hostView: 'all',
-          limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB, pidsMax: 64, tmpBytes: 4 * MiB },
+          limits: { diskBytes: 8 * MiB, memoryBytes: 128 * MiB, pids: 64, tmpBytes: 4 * MiB },
         });
         made.push(box);
         return box;

@@ -64,10 +64,11 @@ export const executableJudgeOptionsSchema = z
      */
     name: z.string().min(1).optional(),
     /**
-     * Wall-clock limit; past it the whole process tree is killed.
-     * @default 60000
+     * Wall-clock limit; past it the whole process tree is killed. The one default of a grader's
+     * time (`@karotte/core` leaves a task's `grader.timeoutMs` unset to this).
+     * @default 600000 (10 minutes)
      */
-    timeoutMs: z.number().int().positive().max(86_400_000).default(60_000),
+    timeoutMs: z.number().int().positive().max(86_400_000).default(600_000),
     /**
      * Memory limit of the grader's cgroup (its private tmpfs pages count too).
      * @default 1073741824 (1 GiB)

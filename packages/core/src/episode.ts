@@ -11,8 +11,7 @@ import {
 import {
   DEFAULT_COMMAND_TIMEOUT_MS,
   DEFAULT_EPISODE_WALL_TIME_MS,
-  DEFAULT_GRADER_TIMEOUT_MS,
-  MAX_COMMAND_TIMEOUT_MS,
+  type StudentLimitOptions,
 } from '@karotte/limits';
 import { z } from 'zod';
 import type { Agent } from './agent.js';
@@ -54,9 +53,12 @@ const bashArgumentsSchema = z
 /** Everything needed to build the student's world for a task. */
 export interface WorldSpec {
   readonly task: Task;
-  readonly memoryBytes: number | undefined;
-  readonly pids: number | undefined;
-  readonly diskBytes: number | undefined;
+  /**
+   * The task's student limits, by the names and within the bounds of `@karotte/limits`'
+   * `studentLimitsSchema` (what `createSandbox`'s `limits` takes as it is); an omitted one gets
+   * that schema's default where the world applies it. The times are the episode's own.
+   */
+  readonly limits: Pick<StudentLimitOptions, 'memoryBytes' | 'pids' | 'diskBytes'>;
   readonly abortSignal: AbortSignal;
 }
 
@@ -271,25 +273,26 @@ export class Episode {
       throw error;
     }
     this.progress({ type: 'judges_checked', steps: this.task.steps.length });
-    const wallTimeMs = this.task.limits.wallTimeMs ?? DEFAULT_EPISODE_WALL_TIME_MS;
-    this.wallTimer = setTimeout(() => {
-      this.wallTimeExceeded = true;
-      this.controller.abort();
-    }, wallTimeMs);
-    this.wallTimer.unref();
     const worldStarted = Date.now();
+    const { memoryBytes, pids, diskBytes } = this.task.limits;
     try {
       this.world = await this.options.createWorld({
         task: this.task,
-        memoryBytes: this.task.limits.memoryBytes,
-        pids: this.task.limits.pids,
-        diskBytes: this.task.limits.diskBytes,
+        limits: { memoryBytes, pids, diskBytes },
         abortSignal: this.controller.signal,
       });
     } catch (error) {
       await this.recordFault(error, 'sandbox');
       throw error;
     }
+    // The wall time is the student's part: it starts once the world is ready. Started before,
+    // a short limit would abort the sandbox's own setup and end a valid task as an error
+    // instead of a verdict (a hung setup is bounded by the sandbox's setupTimeoutMs).
+    this.wallTimer = setTimeout(() => {
+      this.wallTimeExceeded = true;
+      this.controller.abort();
+    }, this.task.limits.wallTimeMs ?? DEFAULT_EPISODE_WALL_TIME_MS);
+    this.wallTimer.unref();
     await this.transcript.append('network_checked', { uid: this.world.uid, network: this.world.network });
     this.progress({ type: 'sandbox_ready', uid: this.world.uid, durationMs: Date.now() - worldStarted });
     this.conversation.push({
@@ -379,10 +382,9 @@ export class Episode {
           started,
         );
       } else {
-        const cap = Math.min(
-          this.task.limits.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
-          MAX_COMMAND_TIMEOUT_MS,
-        );
+        // The one place a command's timeout is set: the task's (bounded like the sandbox's
+        // exec()), or the default, and never more for a student who asks for more.
+        const cap = this.task.limits.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
         const timeoutMs = Math.min(args.timeoutMs ?? cap, cap);
         let outcome: ShellOutcome;
         try {
@@ -744,8 +746,6 @@ function defaultJudge(step: TaskStep): Judge {
       field: 'grader',
     });
   }
-  return createExecutableJudge({
-    program: step.graderScript,
-    timeoutMs: step.graderTimeoutMs ?? DEFAULT_GRADER_TIMEOUT_MS,
-  });
+  // An unset grader timeout is the executable judge's own default (10 min).
+  return createExecutableJudge({ program: step.graderScript, timeoutMs: step.graderTimeoutMs });
 }

@@ -31,15 +31,10 @@ export async function createSandboxWorld(
   let sandbox: Sandbox;
   try {
     sandbox = await createSandbox({
-      limits: {
-        ...(spec.memoryBytes === undefined ? {} : { memoryBytes: spec.memoryBytes }),
-        ...(spec.pids === undefined ? {} : { pidsMax: spec.pids }),
-        ...(spec.diskBytes === undefined ? {} : { diskBytes: spec.diskBytes }),
-      },
+      // The task's limits as they are: the sandbox's limits are the same schema. No command
+      // timeout: the episode gives every exec() its own.
+      limits: spec.limits,
       hiddenPaths: taskHiddenPaths(spec).concat(options.hiddenPaths ?? []),
-      ...(spec.task.limits.commandTimeoutMs === undefined
-        ? {}
-        : { commandTimeoutMs: spec.task.limits.commandTimeoutMs }),
       abortSignal: spec.abortSignal,
     });
   } catch (error) {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { MAX_COMMAND_TIMEOUT_MS, studentLimitsSchema } from '@karotte/limits';
 import { z } from 'zod';
 
 /**
@@ -17,39 +18,35 @@ export const relativePathSchema = z
     'must be normalised (no "./", "//" or trailing "/")',
   );
 
-/** Student limits a task may set; every omitted one takes the project's default. */
+const student = studentLimitsSchema.shape;
+
+/**
+ * Student limits a task may set. `memoryBytes`, `pids` and `diskBytes` are `@karotte/limits`'
+ * `studentLimitsSchema` fields, with its bounds (so the sandbox takes every value this
+ * accepts); an omitted one gets that schema's default when the sandbox applies it. The two
+ * times are the episode's own.
+ */
 export const taskLimitsSchema = z
   .object({
-    /** Student memory, RAM-backed files included, in bytes. */
-    memoryBytes: z
-      .number()
-      .int()
-      .min(16 * 1024 * 1024)
-      .max(Number.MAX_SAFE_INTEGER)
-      .optional(),
-    /** Student processes and threads. */
-    pids: z.number().int().min(8).max(1_000_000).optional(),
-    /** Student disk quota for the working directory, in bytes. */
-    diskBytes: z
-      .number()
-      .int()
-      .min(1024 * 1024)
-      .max(Number.MAX_SAFE_INTEGER)
-      .optional(),
-    /** Wall time of the student's part of the episode, in milliseconds. */
+    /** Student memory, RAM-backed files included, in bytes (at least 16 MiB). @default derived from the host */
+    memoryBytes: student.memoryBytes,
+    /** Student processes and threads, the sandbox's own included (32 to 4194304). @default 2048 */
+    pids: student.pids.unwrap().optional(),
+    /** Student disk quota for the working directory, in bytes (8 MiB to 1 PiB). @default 1 GiB */
+    diskBytes: student.diskBytes.unwrap().optional(),
+    /** Wall time of the student's part of the episode, in milliseconds. @default DEFAULT_EPISODE_WALL_TIME_MS (1 h) */
     wallTimeMs: z
       .number()
       .int()
       .positive()
       .max(7 * 24 * 3600 * 1000)
       .optional(),
-    /** Default and maximum per-command timeout in the student's shell, in milliseconds. */
-    commandTimeoutMs: z
-      .number()
-      .int()
-      .positive()
-      .max(24 * 3600 * 1000)
-      .optional(),
+    /**
+     * Default and maximum per-command timeout in the student's shell, in milliseconds, at most
+     * MAX_COMMAND_TIMEOUT_MS (1 h): the bound of the sandbox's exec() too.
+     * @default DEFAULT_COMMAND_TIMEOUT_MS (5 min)
+     */
+    commandTimeoutMs: z.number().int().positive().max(MAX_COMMAND_TIMEOUT_MS).optional(),
   })
   .strict();
 

@@ -79,6 +79,10 @@ describe('loadTask', () => {
     [{ ...valid, passThreshold: 2 }, 'passThreshold'],
     [{ ...valid, limits: { memoryBytes: Number.NaN } }, 'limits.memoryBytes'],
     [{ ...valid, limits: { memory: 1 } }, 'limits.memory'],
+    // Bounds the sandbox refused after validate had passed them (issue #13): now refused here.
+    [{ ...valid, limits: { diskBytes: 4 * 1024 * 1024 } }, 'limits.diskBytes'],
+    [{ ...valid, limits: { commandTimeoutMs: 7_200_000 } }, 'limits.commandTimeoutMs'],
+    [{ ...valid, limits: { pids: 8 } }, 'limits.pids'],
     [{ id: 'x', submission: ['a'], grader: { script: 'grade.mjs' } }, 'instructions'],
     [{ ...valid, grader: { script: 'missing.mjs' } }, 'grader.script'],
   ])('rejects %j naming %s', async (task, field) => {

@@ -33,12 +33,6 @@ export const DEFAULT_COMMAND_TIMEOUT_MS = 5 * 60_000;
 export const MAX_COMMAND_TIMEOUT_MS = 60 * 60_000;
 
 /**
- * Wall-clock limit of one grader run.
- * @default 600_000 (10 minutes)
- */
-export const DEFAULT_GRADER_TIMEOUT_MS = 10 * 60_000;
-
-/**
  * How long `remove()` and `killAll()` wait for a group to empty before giving up.
  * @default 10_000
  */

@@ -5,6 +5,52 @@ import tseslint from 'typescript-eslint';
 /** Packages allowed to start processes (they own process lifetimes and limits). */
 const PROCESS_OWNERS = ['limits', 'proc-reaper', 'file-guard', 'sandbox', 'grader'];
 
+/**
+ * No `instanceof` on a class imported from another Karotte package: two installed copies of a
+ * package (two versions in one tree) have two classes, and `instanceof` is false across them.
+ * Every Karotte error class has a static `isInstance()` that checks its `Symbol.for` marker.
+ * Tests are exempt: they run inside one install.
+ */
+export const noCrossPackageInstanceof = {
+  meta: {
+    type: 'problem',
+    schema: [],
+    messages: {
+      crossPackage:
+        '`instanceof {{name}}` fails across installed copies of {{source}}: use {{name}}.isInstance(value).',
+    },
+  },
+  create(context) {
+    const named = new Map();
+    const namespaces = new Map();
+    return {
+      ImportDeclaration(node) {
+        const source = node.source.value;
+        if (typeof source !== 'string' || !source.startsWith('@karotte/') || node.importKind === 'type')
+          return;
+        for (const specifier of node.specifiers) {
+          if (specifier.type === 'ImportNamespaceSpecifier') namespaces.set(specifier.local.name, source);
+          else if (specifier.importKind !== 'type') named.set(specifier.local.name, source);
+        }
+      },
+      BinaryExpression(node) {
+        if (node.operator !== 'instanceof') return;
+        const right = node.right;
+        let source;
+        if (right.type === 'Identifier') source = named.get(right.name);
+        else if (right.type === 'MemberExpression' && right.object.type === 'Identifier')
+          source = namespaces.get(right.object.name);
+        if (source === undefined) return;
+        context.report({
+          node,
+          messageId: 'crossPackage',
+          data: { name: context.sourceCode.getText(right), source },
+        });
+      },
+    };
+  },
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -58,6 +104,12 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    files: ['packages/**/*.ts', 'apps/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    plugins: { karotte: { rules: { 'no-cross-package-instanceof': noCrossPackageInstanceof } } },
+    rules: { 'karotte/no-cross-package-instanceof': 'error' },
   },
   {
     files: ['**/*.test.ts'],

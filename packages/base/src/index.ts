@@ -1,5 +1,23 @@
-export { KarotteError, BadArgumentError, SystemError, isErrno, toSystemError } from './errors.js';
-export type { ErrorKind, KarotteErrorOptions, BaseErrorCode, ErrnoLike } from './errors.js';
+export {
+  KarotteError,
+  defineKarotteError,
+  BadArgumentError,
+  SystemError,
+  systemErrorReason,
+  isErrno,
+  toSystemError,
+} from './errors.js';
+export type {
+  ErrorKind,
+  ErrorCodeTable,
+  KarotteErrorOptions,
+  KarotteErrorDefinition,
+  KarotteErrorInit,
+  KarotteErrorClass,
+  BaseErrorCode,
+  SystemErrorReason,
+  ErrnoLike,
+} from './errors.js';
 export {
   MISBEHAVIOR_CODES,
   misbehaviorRecordSchema,

@@ -1,6 +1,6 @@
 import { constants, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { BadArgumentError, KarotteError, isErrno } from './errors.js';
+import { BadArgumentError, defineKarotteError, isErrno } from './errors.js';
 
 /**
  * The only directories Karotte resolves system binaries from. Never `PATH`: a student who
@@ -16,15 +16,24 @@ export const TRUSTED_BINARY_DIRS: readonly string[] = Object.freeze([
   '/bin',
 ]);
 
-export type TrustedBinaryErrorCode = 'BINARY_NOT_FOUND' | 'UNTRUSTED_BINARY';
+const TRUSTED_BINARY_ERROR_CODES = {
+  /** No trusted directory has the binary. */
+  BINARY_NOT_FOUND: 'system',
+  /** The first match (or a link or directory on its way) is not root-owned or is writable by others. */
+  UNTRUSTED_BINARY: 'system',
+} as const;
+
+export type TrustedBinaryErrorCode = keyof typeof TRUSTED_BINARY_ERROR_CODES;
 
 /** A binary that is missing from the trusted directories, or present but not safe to run. */
-export class TrustedBinaryError extends KarotteError<TrustedBinaryErrorCode> {
-  override readonly name = 'TrustedBinaryError';
+export class TrustedBinaryError extends defineKarotteError({
+  name: 'TrustedBinaryError',
+  codes: TRUSTED_BINARY_ERROR_CODES,
+}) {
   readonly binary: string;
 
   constructor(code: TrustedBinaryErrorCode, binary: string, message: string) {
-    super({ code, kind: 'system', message });
+    super(code, message);
     this.binary = binary;
   }
 }

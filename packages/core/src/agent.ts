@@ -73,7 +73,7 @@ export async function loadReplay(file: string): Promise<AssistantMessage[]> {
   try {
     return parseOptions(replaySchema, data, 'replay file');
   } catch (error) {
-    if (error instanceof BadArgumentError) {
+    if (BadArgumentError.isInstance(error)) {
       throw new CoreError('INVALID_REPLAY', error.message, {
         cause: error,
         field: `replay${error.field?.startsWith('[') ? '' : '.'}${error.field ?? ''}`,

@@ -69,7 +69,7 @@ export function defineTask(definition: TaskDefinition): Task {
   try {
     parsed = parseOptions(taskDefinitionSchema, definition, 'task definition');
   } catch (error) {
-    if (error instanceof BadArgumentError) {
+    if (BadArgumentError.isInstance(error)) {
       throw new CoreError('INVALID_TASK', error.message, {
         cause: error,
         ...(error.field === undefined ? {} : { field: error.field }),

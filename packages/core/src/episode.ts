@@ -15,7 +15,7 @@ import {
 } from '@karotte/limits';
 import { z } from 'zod';
 import type { Agent } from './agent.js';
-import { CoreError } from './errors.js';
+import { CoreError, isEpisodeErrorCode, type EpisodeErrorCode } from './errors.js';
 import {
   renderObservation,
   type AssistantMessage,
@@ -151,7 +151,7 @@ export interface EpisodeResult {
   readonly network: Verdict['network'];
   readonly steps: readonly StepOutcome[];
   /** A host or environment fault, when status is `error`. */
-  readonly error: { readonly code: string; readonly message: string } | null;
+  readonly error: { readonly code: EpisodeErrorCode; readonly message: string } | null;
 }
 
 type State = 'new' | 'running' | 'finished';
@@ -178,7 +178,7 @@ export class Episode {
   private turns = 0;
   private readonly outcomes: StepOutcome[] = [];
   private readonly conversation: Message[] = [];
-  private fault: { code: string; message: string } | null = null;
+  private fault: { code: EpisodeErrorCode; message: string } | null = null;
   private readonly recordedFaults = new WeakSet<object>();
   private readonly misbehavior: MisbehaviorRecord[] = [];
   /** Content of the last assistant message of the current step (the judge's final answer). */
@@ -556,7 +556,8 @@ export class Episode {
       error = { code: 'ABORTED', message: 'the episode was cancelled before every step was graded' };
     }
     if (error === null && last?.verdict.status === 'error' && last.verdict.error !== null) {
-      error = { code: last.verdict.error.code, message: last.verdict.error.message };
+      const code = last.verdict.error.code;
+      error = { code: isEpisodeErrorCode(code) ? code : 'INTERNAL', message: last.verdict.error.message };
     }
     if (error !== null) status = 'error';
     else if (last === undefined) {
@@ -621,13 +622,16 @@ export class Episode {
       if (this.recordedFaults.has(error)) return;
       this.recordedFaults.add(error);
     }
-    const code = KarotteError.isInstance(error)
-      ? error.code
-      : phase === 'agent'
-        ? 'AGENT_FAILED'
-        : 'INTERNAL';
+    const code =
+      KarotteError.isInstance(error) && isEpisodeErrorCode(error.code)
+        ? error.code
+        : phase === 'agent'
+          ? 'AGENT_FAILED'
+          : 'INTERNAL';
+    // A Karotte error of a code outside the closed set (a caller's own class) keeps it in the message.
+    const foreign = KarotteError.isInstance(error) && error.code !== code ? `${error.code}: ` : '';
     const message = escapeForDisplay(
-      `${phase}: ${error instanceof Error ? error.message : String(error)}`,
+      `${phase}: ${foreign}${error instanceof Error ? error.message : String(error)}`,
       4096,
     );
     this.fault ??= { code, message };

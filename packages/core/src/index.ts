@@ -1,5 +1,5 @@
 export { CoreError } from './errors.js';
-export type { CoreErrorCode } from './errors.js';
+export type { CoreErrorCode, EpisodeErrorCode } from './errors.js';
 export {
   taskFileSchema,
   taskLimitsSchema,

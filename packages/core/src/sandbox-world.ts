@@ -7,7 +7,7 @@ import {
   studentFromSandbox,
   studentLimitOutcome,
 } from '@karotte/grader';
-import { createSandbox, isSandboxError, type Sandbox } from '@karotte/sandbox';
+import { SandboxError, createSandbox, type Sandbox } from '@karotte/sandbox';
 import { CoreError } from './errors.js';
 import type { WorldSpec } from './episode.js';
 import type { ShellOutcome, StudentWorld } from './world.js';
@@ -38,11 +38,8 @@ export async function createSandboxWorld(
       abortSignal: spec.abortSignal,
     });
   } catch (error) {
-    if (isSandboxError(error) && error.code === 'HOST_UNSUPPORTED') {
-      throw new CoreError('CONFINEMENT_UNAVAILABLE', `refusing to run: ${error.message}`, {
-        cause: error,
-        kind: 'system',
-      });
+    if (SandboxError.isInstance(error) && error.code === 'HOST_UNSUPPORTED') {
+      throw new CoreError('CONFINEMENT_UNAVAILABLE', `refusing to run: ${error.message}`, { cause: error });
     }
     throw error;
   }
@@ -86,9 +83,7 @@ export async function createSandboxWorld(
     async destroy(): Promise<void> {
       const report = await sandbox.destroy();
       if (report.leftovers.length > 0) {
-        throw new CoreError('CONFINEMENT_UNAVAILABLE', `teardown left ${report.leftovers.join(', ')}`, {
-          kind: 'system',
-        });
+        throw new CoreError('TEARDOWN_INCOMPLETE', `teardown left ${report.leftovers.join(', ')}`);
       }
     },
   };
@@ -115,7 +110,6 @@ async function copyStudentFiles(from: string, to: string, uid: number, gid: numb
     if (isErrno(error)) {
       throw new CoreError('CONFINEMENT_UNAVAILABLE', `cannot copy student/ into the sandbox: ${error.code}`, {
         cause: error,
-        kind: 'system',
       });
     }
     throw error;

@@ -109,7 +109,7 @@ async function readTaskFile(file: string): Promise<TaskFile> {
   try {
     return parseOptions(taskFileSchema, data, 'task.json');
   } catch (error) {
-    if (error instanceof BadArgumentError) {
+    if (BadArgumentError.isInstance(error)) {
       throw new CoreError('INVALID_TASK', error.message, {
         cause: error,
         ...(error.field === undefined ? {} : { field: error.field }),

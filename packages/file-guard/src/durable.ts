@@ -94,7 +94,7 @@ export async function writeFileDurably(
     await fsyncDirectory(dir);
   } catch (error) {
     await fsp.rm(temp, { force: true }).catch(() => undefined);
-    if (error instanceof BadArgumentError) throw error;
+    if (BadArgumentError.isInstance(error)) throw error;
     throw toSystemError(error, `writing ${target} durably`);
   }
 }
@@ -144,7 +144,7 @@ export async function openDurableLog(file: string, options: DurableLogOptions = 
       await fsyncDirectory(dir);
     }
   } catch (error) {
-    if (error instanceof BadArgumentError) throw error;
+    if (BadArgumentError.isInstance(error)) throw error;
     throw toSystemError(error, `opening durable log ${target}`);
   }
   const opened = handle;

@@ -1,5 +1,5 @@
-export { GraderError, GRADER_ERROR_CODES } from './errors.js';
-export type { GraderErrorCode } from './errors.js';
+export { GraderError, GRADER_ERROR_CODES, isVerdictErrorCode } from './errors.js';
+export type { GraderErrorCode, VerdictErrorCode } from './errors.js';
 export {
   collectAndGrade,
   gradeSubmission,

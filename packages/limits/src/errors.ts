@@ -1,45 +1,35 @@
-import { KarotteError } from '@karotte/base';
-import type { ErrorKind } from '@karotte/base';
+import { defineKarotteError } from '@karotte/base';
 
-/**
- * Every code a {@link LimitsError} can carry. Closed: codes are added, never reworded.
- *
- * - `CGROUPS_UNAVAILABLE`: no usable cgroup hierarchy (not root, read-only cgroupfs, a
- *   required controller missing, no delegation).
- * - `LIMIT_NOT_APPLIED`: a value was written and did not read back (the kernel refused it,
- *   or a sandboxing runtime accepted the write and enforces nothing). Fail closed.
- * - `GROUP_EXISTS`: a cgroup with that name already exists (names must be unique).
- * - `GROUP_NOT_EMPTY`: processes were still in a group when the removal deadline passed.
- * - `QUOTA_FAILED`: the disk quota could not be created, mounted or removed.
- * - `INSUFFICIENT_MEMORY`: the host (or the parent cgroup) has no memory left for a student
- *   once the harness headroom is kept.
- * - `UNSAFE_STATE_DIR`: a state or image directory is not owned by us or is writable by others,
- *   so its records could be forged.
- * - `ABORTED`: the operation's `abortSignal` fired.
- * - `REMOVED`: a group or quota was used after `remove()`.
- */
-export type LimitsErrorCode =
-  | 'CGROUPS_UNAVAILABLE'
-  | 'LIMIT_NOT_APPLIED'
-  | 'GROUP_EXISTS'
-  | 'GROUP_NOT_EMPTY'
-  | 'QUOTA_FAILED'
-  | 'INSUFFICIENT_MEMORY'
-  | 'UNSAFE_STATE_DIR'
-  | 'ABORTED'
-  | 'REMOVED';
-
-const KIND: Record<LimitsErrorCode, ErrorKind> = {
+/** Every code a {@link LimitsError} can carry, and its kind. Closed: codes are added, never reworded. */
+const LIMITS_ERROR_CODES = {
+  /**
+   * No usable cgroup hierarchy (not root, read-only cgroupfs, a required controller missing,
+   * no delegation).
+   */
   CGROUPS_UNAVAILABLE: 'system',
+  /**
+   * A value was written and did not read back (the kernel refused it, or a sandboxing runtime
+   * accepted the write and enforces nothing). Fail closed.
+   */
   LIMIT_NOT_APPLIED: 'system',
+  /** A cgroup with that name already exists (names must be unique). */
   GROUP_EXISTS: 'bad_argument',
+  /** Processes were still in a group when the removal deadline passed. */
   GROUP_NOT_EMPTY: 'system',
+  /** The disk quota could not be created, mounted or removed. */
   QUOTA_FAILED: 'system',
+  /** The host (or the parent cgroup) has no memory left for a student once the harness headroom is kept. */
   INSUFFICIENT_MEMORY: 'system',
+  /** A state or image directory is not owned by us or is writable by others, so its records could be forged. */
   UNSAFE_STATE_DIR: 'system',
+  /** The operation's `abortSignal` fired. */
   ABORTED: 'system',
+  /** A group or quota was used after `remove()` (a caller bug). */
   REMOVED: 'bad_argument',
-};
+} as const;
+
+/** Every code a {@link LimitsError} can carry. */
+export type LimitsErrorCode = keyof typeof LIMITS_ERROR_CODES;
 
 /** Details a {@link LimitsError} may carry. */
 export interface LimitsErrorDetails {
@@ -53,14 +43,13 @@ export interface LimitsErrorDetails {
 }
 
 /** The error of `@karotte/limits`: a stable `code`, the path involved and the original `cause`. */
-export class LimitsError extends KarotteError<LimitsErrorCode> {
-  override readonly name = 'LimitsError';
+export class LimitsError extends defineKarotteError({ name: 'LimitsError', codes: LIMITS_ERROR_CODES }) {
   readonly path: string | undefined;
   readonly wanted: string | undefined;
   readonly got: string | undefined;
 
   constructor(code: LimitsErrorCode, message: string, details: LimitsErrorDetails = {}) {
-    super({ code, kind: KIND[code], message, cause: details.cause });
+    super(code, message, { cause: details.cause });
     this.path = details.path;
     this.wanted = details.wanted;
     this.got = details.got;

@@ -1,7 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { z } from 'zod';
 import { MiB, parseOptions } from '@karotte/base';
-import { isSandboxError } from './errors.js';
+import { SandboxError } from './errors.js';
 import { DEFAULT_STATE_DIR } from './options.js';
 import { createSandbox, type Sandbox } from './sandbox.js';
 import { probeHostLimits } from './seams.js';
@@ -123,7 +123,7 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
       ...(parsed.abortSignal === undefined ? {} : { abortSignal: parsed.abortSignal }),
     });
   } catch (error) {
-    if (isSandboxError(error)) {
+    if (SandboxError.isInstance(error)) {
       const reason = error.missing.length > 0 ? error.missing.join('; ') : error.message;
       return missingAll(reason);
     }

@@ -1,23 +1,26 @@
-import { KarotteError } from '@karotte/base';
+import { defineKarotteError } from '@karotte/base';
 
-/** Stable codes of the errors `@karotte/sandbox` raises. Never reworded once published. */
-export type SandboxErrorCode =
+/** Stable codes of the errors `@karotte/sandbox` raises, and their kinds. Never reworded once published. */
+const SANDBOX_ERROR_CODES = {
   /** The host cannot give a defense the sandbox requires; `missing` names each one. */
-  | 'HOST_UNSUPPORTED'
+  HOST_UNSUPPORTED: 'system',
   /** The network check before the first step found the sandbox could reach a forbidden address. */
-  | 'NETWORK_NOT_ISOLATED'
+  NETWORK_NOT_ISOLATED: 'system',
   /** Building the sandbox's namespaces, mounts or identity failed. */
-  | 'SETUP_FAILED'
+  SETUP_FAILED: 'system',
   /** Every uid of the reserved range is in use by a live episode. */
-  | 'NO_FREE_IDENTITY'
-  /** The sandbox was used after `destroy()`. */
-  | 'DESTROYED'
+  NO_FREE_IDENTITY: 'system',
+  /** The sandbox was used after `destroy()`: a caller bug. */
+  DESTROYED: 'bad_argument',
   /** Teardown could not prove that everything of the sandbox is gone; `leftovers` lists what remains. */
-  | 'TEARDOWN_INCOMPLETE';
+  TEARDOWN_INCOMPLETE: 'system',
+} as const;
+
+/** Stable codes of the errors `@karotte/sandbox` raises. */
+export type SandboxErrorCode = keyof typeof SANDBOX_ERROR_CODES;
 
 /** The error of `@karotte/sandbox`. Expected outcomes (timeouts, refusals) are results, not errors. */
-export class SandboxError extends KarotteError<SandboxErrorCode> {
-  override readonly name = 'SandboxError';
+export class SandboxError extends defineKarotteError({ name: 'SandboxError', codes: SANDBOX_ERROR_CODES }) {
   /** For `HOST_UNSUPPORTED`: each missing defense, one short sentence each. */
   readonly missing: readonly string[];
   /** For `TEARDOWN_INCOMPLETE`: what is left behind. */
@@ -35,14 +38,18 @@ export class SandboxError extends KarotteError<SandboxErrorCode> {
       cause?: unknown;
     } = {},
   ) {
-    super({ code, kind: 'system', message, cause: options.cause });
+    super(code, message, { cause: options.cause });
     this.missing = options.missing ?? [];
     this.leftovers = options.leftovers ?? [];
     this.detail = options.detail;
   }
 }
 
-/** True for a {@link SandboxError} from any installed copy of this package. */
+/**
+ * True for a {@link SandboxError} from any installed copy of this package (its marker, never
+ * its `name`).
+ * @deprecated Use `SandboxError.isInstance(value)`, the guard every Karotte error class has.
+ */
 export function isSandboxError(value: unknown): value is SandboxError {
-  return KarotteError.isInstance(value) && value.name === 'SandboxError';
+  return SandboxError.isInstance(value);
 }

@@ -38,7 +38,9 @@ export type {
 } from './file-tools.js';
 export { networkVerdictSchema, networkProbeSchema, FORBIDDEN_TARGETS } from './network.js';
 export type { NetworkVerdict, NetworkProbe, NetworkTarget } from './network.js';
-export { SandboxError, isSandboxError } from './errors.js';
+export { SandboxError } from './errors.js';
+// eslint-disable-next-line @typescript-eslint/no-deprecated -- the old guard, kept for 0.1 callers until the next minor release
+export { isSandboxError } from './errors.js';
 export type { SandboxErrorCode } from './errors.js';
 export {
   sanitizeEnvironment,

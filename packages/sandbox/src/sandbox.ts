@@ -24,7 +24,7 @@ import {
 } from './allow-list.js';
 import { resolveSandboxBinaries, type SandboxBinaries } from './binaries.js';
 import { buildStudentEnv, type EnvRemoval } from './env.js';
-import { SandboxError, isSandboxError } from './errors.js';
+import { SandboxError } from './errors.js';
 import { createFileTools, type SandboxFiles } from './file-tools.js';
 import {
   allocateIdentity,
@@ -346,7 +346,7 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
   try {
     bins = resolveSandboxBinaries();
   } catch (error) {
-    if (isSandboxError(error) && error.code === 'HOST_UNSUPPORTED') missing.push(...error.missing);
+    if (SandboxError.isInstance(error) && error.code === 'HOST_UNSUPPORTED') missing.push(...error.missing);
     else throw error;
   }
   const hidden = resolvedHidden([

@@ -59,7 +59,7 @@ export const redteamCommand: Command = {
     try {
       task = await loadTask(flags.task!);
     } catch (error) {
-      if (error instanceof CoreError && error.kind === 'bad_argument') {
+      if (CoreError.isInstance(error) && error.kind === 'bad_argument') {
         io.stderr.write(
           `karotte redteam: invalid task${error.field === undefined ? '' : ` (field ${error.field})`}: ${error.message}\n`,
         );

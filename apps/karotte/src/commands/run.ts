@@ -60,7 +60,7 @@ export const runCommand: Command = {
       task = await loadTask(flags.task!);
       messages = await loadReplay(flags.replay);
     } catch (error) {
-      if (error instanceof CoreError && error.kind === 'bad_argument') {
+      if (CoreError.isInstance(error) && error.kind === 'bad_argument') {
         io.stderr.write(
           `karotte run: invalid ${error.code === 'INVALID_REPLAY' ? 'replay' : 'task'}${error.field === undefined ? '' : ` (field ${error.field})`}: ${error.message}\n`,
         );

@@ -30,7 +30,7 @@ export const validateCommand: Command = {
       );
       return EXIT_OK;
     } catch (error) {
-      if (error instanceof CoreError && (error.code === 'INVALID_TASK' || error.code === 'TASK_NOT_FOUND')) {
+      if (CoreError.isInstance(error) && (error.code === 'INVALID_TASK' || error.code === 'TASK_NOT_FOUND')) {
         if (flags.json === true) {
           io.stdout.write(
             `${JSON.stringify({ valid: false, code: error.code, field: error.field ?? null, message: error.message })}\n`,

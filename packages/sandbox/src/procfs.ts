@@ -121,4 +121,3 @@ export function bootId(): string {
     return 'unknown';
   }
 }
-

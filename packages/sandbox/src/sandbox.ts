@@ -955,4 +955,3 @@ function destroyedError(): SandboxError {
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
-

@@ -10,7 +10,7 @@ import { DEFAULT_DISK_INODES, defaultDiskInodes, studentLimitsSchema } from './s
 /** [limit, smallest accepted, largest accepted]. */
 const bounds: [keyof typeof studentLimitsSchema.shape, number, number][] = [
   ['memoryBytes', 16 * MiB, Number.MAX_SAFE_INTEGER],
-  ['pids', 32, 4_194_304],
+  ['pids', 16, 4_194_304],
   ['cpuWeight', 1, 10_000],
   ['diskBytes', 8 * MiB, 2 ** 50],
   ['diskInodes', 64, 2 ** 32 - 1],

@@ -1,6 +1,5 @@
-import fs from 'node:fs/promises';
 import { z } from 'zod';
-import { BadArgumentError, parseOptions } from '@karotte/base';
+import { parseOptions, readJsonFile } from '@karotte/base';
 import { CoreError } from './errors.js';
 import { assistantMessageSchema, type AssistantMessage, type Message, type ToolSpec } from './messages.js';
 
@@ -42,43 +41,16 @@ export function createReplayAgent(messages: readonly AssistantMessage[]): Agent 
 
 /** Read and validate a replay file. Invalid files are `INVALID_REPLAY` errors naming the field. */
 export async function loadReplay(file: string): Promise<AssistantMessage[]> {
-  let text: string;
-  try {
-    const stats = await fs.stat(file);
-    if (!stats.isFile())
-      throw new CoreError('INVALID_REPLAY', `${file} is not a regular file`, { field: '--replay' });
-    if (stats.size > MAX_REPLAY_FILE_BYTES) {
-      throw new CoreError('INVALID_REPLAY', `${file} is larger than ${MAX_REPLAY_FILE_BYTES} bytes`, {
-        field: '--replay',
-      });
-    }
-    text = await fs.readFile(file, 'utf8');
-  } catch (error) {
-    if (error instanceof CoreError) throw error;
-    throw new CoreError('INVALID_REPLAY', `cannot read replay file ${file}`, {
-      cause: error,
-      field: '--replay',
-    });
+  const read = await readJsonFile(file, {
+    maxBytes: MAX_REPLAY_FILE_BYTES,
+    schema: replaySchema,
+    what: `replay file ${file}`,
+  });
+  if (read.ok) return read.value;
+  let field = '--replay';
+  if (read.refusal === 'invalid_shape') {
+    field =
+      read.field === undefined ? 'replay' : `replay${read.field.startsWith('[') ? '' : '.'}${read.field}`;
   }
-  let data: unknown;
-  try {
-    // eslint-disable-next-line no-restricted-syntax -- size-bounded above; validated by the schema next
-    data = JSON.parse(text);
-  } catch (error) {
-    throw new CoreError('INVALID_REPLAY', `replay file is not valid JSON: ${(error as Error).message}`, {
-      cause: error,
-      field: '--replay',
-    });
-  }
-  try {
-    return parseOptions(replaySchema, data, 'replay file');
-  } catch (error) {
-    if (BadArgumentError.isInstance(error)) {
-      throw new CoreError('INVALID_REPLAY', error.message, {
-        cause: error,
-        field: `replay${error.field?.startsWith('[') ? '' : '.'}${error.field ?? ''}`,
-      });
-    }
-    throw error;
-  }
+  throw new CoreError('INVALID_REPLAY', read.message, { cause: read.cause, field });
 }

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { BadArgumentError, parseOptions } from '@karotte/base';
+import { readJsonFile } from '@karotte/base';
 import type { Judge } from '@karotte/grader';
 import { CoreError } from './errors.js';
 import { taskFileSchema, type TaskFile, type TaskLimits } from './task-schema.js';
@@ -81,42 +81,13 @@ export async function loadTask(taskDir: string): Promise<Task> {
 }
 
 async function readTaskFile(file: string): Promise<TaskFile> {
-  let text: string;
-  try {
-    const stats = await fs.lstat(file);
-    if (!stats.isFile())
-      throw new CoreError('INVALID_TASK', 'task.json must be a regular file', { field: 'task.json' });
-    if (stats.size > MAX_TASK_FILE_BYTES) {
-      throw new CoreError('INVALID_TASK', `task.json is larger than ${MAX_TASK_FILE_BYTES} bytes`, {
-        field: 'task.json',
-      });
-    }
-    text = await fs.readFile(file, 'utf8');
-  } catch (error) {
-    if (error instanceof CoreError) throw error;
-    throw new CoreError('INVALID_TASK', `cannot read ${file}`, { cause: error, field: 'task.json' });
-  }
-  let data: unknown;
-  try {
-    // eslint-disable-next-line no-restricted-syntax -- size-bounded above; the shape is checked by the schema next
-    data = JSON.parse(text);
-  } catch (error) {
-    throw new CoreError('INVALID_TASK', `task.json is not valid JSON: ${(error as Error).message}`, {
-      cause: error,
-      field: 'task.json',
-    });
-  }
-  try {
-    return parseOptions(taskFileSchema, data, 'task.json');
-  } catch (error) {
-    if (BadArgumentError.isInstance(error)) {
-      throw new CoreError('INVALID_TASK', error.message, {
-        cause: error,
-        ...(error.field === undefined ? {} : { field: error.field }),
-      });
-    }
-    throw error;
-  }
+  const read = await readJsonFile(file, {
+    maxBytes: MAX_TASK_FILE_BYTES,
+    schema: taskFileSchema,
+    what: 'task.json',
+  });
+  if (read.ok) return read.value;
+  throw new CoreError('INVALID_TASK', read.message, { cause: read.cause, field: read.field ?? 'task.json' });
 }
 
 /** Resolve `relative` inside `dir`, requiring a regular file whose real path stays inside. */

@@ -1,12 +1,11 @@
 import path from 'node:path';
 import { createMisbehavior, escapeForDisplay, misbehaviorRecordSchema, parseOptions } from '@karotte/base';
-import type { MisbehaviorRecord } from '@karotte/base';
+import type { JsonValue, MisbehaviorRecord } from '@karotte/base';
 import type { KillableGroup } from '@karotte/limits';
 import { z } from 'zod';
 import { createDefaultCollector } from './default-collector.js';
 import { elapsed, evaluateJudge, faultFromError } from './judge.js';
 import type { Judge } from './judge.js';
-import type { JsonValue } from './json.js';
 import { limitHitSchema, networkCheckSchema, VERDICT_SCHEMA_VERSION, verdictSchema } from './verdict.js';
 import type {
   CustodySummary,

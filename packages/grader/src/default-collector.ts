@@ -13,7 +13,7 @@ import type {
   SubmissionCollector,
 } from './collect.js';
 import type { NetworkCheck } from './verdict.js';
-import type { JsonValue } from './json.js';
+import type { JsonValue } from '@karotte/base';
 
 /** Tuning of the default collector; each part goes to the primitive that does the work. */
 export interface DefaultCollectorOptions {

@@ -61,10 +61,6 @@ export {
   maxScoreFileBytes,
 } from './score.js';
 export type { ScoreLimits, ScoreParseResult } from './score.js';
-export { readBounded } from './bounded-read.js';
-export type { BoundedReadResult, BoundedReadRefusal } from './bounded-read.js';
-export { parseJsonStrict } from './json.js';
-export type { JsonValue, JsonParseLimits, JsonParseResult } from './json.js';
 export {
   verdictSchema,
   verdictJsonSchema,

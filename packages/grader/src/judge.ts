@@ -1,6 +1,6 @@
 import { escapeForDisplay, isErrno, KarotteError, toSystemError } from '@karotte/base';
 import { GraderError } from './errors.js';
-import type { JsonValue } from './json.js';
+import type { JsonValue } from '@karotte/base';
 import type {
   Confinement,
   GraderFailure,

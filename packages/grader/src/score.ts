@@ -1,8 +1,6 @@
-import { escapeForDisplay, KiB, parseOptions } from '@karotte/base';
+import { escapeForDisplay, jsonDepth, KiB, parseJsonStrict, parseOptions, readBounded } from '@karotte/base';
 import { z } from 'zod';
-import { readBounded } from './bounded-read.js';
-import { jsonDepth, parseJsonStrict } from './json.js';
-import type { JsonValue } from './json.js';
+import type { JsonValue } from '@karotte/base';
 import type { GraderFailureReason } from './verdict.js';
 
 /** Bounds of the score channel. */

@@ -2,10 +2,12 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { readJsonFile } from '@karotte/base';
 import {
   assistantMessageSchema,
   createReplayAgent,
   loadReplay,
+  MAX_REPLAY_FILE_BYTES,
   runEpisode,
   type AssistantMessage,
   type EpisodeResult,
@@ -101,21 +103,18 @@ async function planRedteam(task: Task, only?: readonly string[]): Promise<Planne
   const attacksDir = task.dir === undefined ? undefined : path.join(task.dir, 'attacks');
   if (attacksDir !== undefined && (await exists(attacksDir))) {
     for (const name of (await fs.readdir(attacksDir)).filter((n) => n.endsWith('.json')).sort()) {
-      const text = await fs.readFile(path.join(attacksDir, name), 'utf8');
-      let data: unknown;
-      try {
-        // eslint-disable-next-line no-restricted-syntax -- the task author's own file; validated next
-        data = JSON.parse(text);
-      } catch (error) {
-        throw new RedteamInputError(`attacks/${name} is not valid JSON: ${(error as Error).message}`);
+      const what = `attacks/${name}`;
+      const read = await readJsonFile(path.join(attacksDir, name), {
+        maxBytes: MAX_REPLAY_FILE_BYTES,
+        schema: taskAttackSchema,
+        what,
+      });
+      if (!read.ok) {
+        if (read.refusal !== 'invalid_shape') throw new RedteamInputError(read.message);
+        const field = read.field === undefined ? '' : ` (field ${read.field})`;
+        throw new RedteamInputError(`${what} is not a valid attack${field}: ${read.message}`);
       }
-      const result = taskAttackSchema.safeParse(data);
-      if (!result.success) {
-        const issue = result.error.issues[0]!;
-        const field = issue.path.length === 0 ? '' : ` (field ${issue.path.join('.')})`;
-        throw new RedteamInputError(`attacks/${name} is not a valid attack${field}: ${issue.message}`);
-      }
-      const parsed = result.data;
+      const parsed = read.value;
       planned.push({
         id: parsed.id,
         class: parsed.class,

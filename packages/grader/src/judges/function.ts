@@ -1,9 +1,8 @@
-import { BadArgumentError, escapeForDisplay, KarotteError, parseOptions } from '@karotte/base';
+import { BadArgumentError, escapeForDisplay, jsonDepth, KarotteError, parseOptions } from '@karotte/base';
 import { z } from 'zod';
 import { errorReport, failedReport, IN_PROCESS_CONFINEMENT, scoredReport } from '../judge.js';
 import type { Judge, JudgeContext } from '../judge.js';
-import { jsonDepth } from '../json.js';
-import type { JsonValue } from '../json.js';
+import type { JsonValue } from '@karotte/base';
 import { escapeJson, scoreFileSchema, scoreLimitsSchema } from '../score.js';
 import type { JudgeReport } from '../verdict.js';
 

@@ -1,12 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { BadArgumentError, escapeForDisplay, KiB, parseOptions } from '@karotte/base';
+import {
+  BadArgumentError,
+  escapeForDisplay,
+  KiB,
+  parseJsonStrict,
+  parseOptions,
+  readBounded,
+} from '@karotte/base';
 import { z } from 'zod';
-import { readBounded } from '../bounded-read.js';
 import { errorReport, failedReport, IN_PROCESS_CONFINEMENT, scoredReport } from '../judge.js';
 import type { Judge, JudgeContext } from '../judge.js';
-import { parseJsonStrict } from '../json.js';
-import type { JsonValue } from '../json.js';
+import type { JsonValue } from '@karotte/base';
 import type { JudgeReport } from '../verdict.js';
 
 /** One criterion of a rubric. */

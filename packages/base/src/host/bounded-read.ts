@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { isErrno, toSystemError } from '@karotte/base';
+import { isErrno, toSystemError } from '../errors.js';
 
 /** Why a bounded read refused a file. */
 export type BoundedReadRefusal = 'missing' | 'symlink' | 'not_regular' | 'too_large' | 'unreadable';

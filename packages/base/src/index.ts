@@ -36,3 +36,5 @@ export { parseJsonStrict, jsonDepth } from './host/json.js';
 export type { JsonValue, JsonParseLimits, JsonParseResult } from './host/json.js';
 export { readJsonFile } from './host/json-file.js';
 export type { JsonFileResult, JsonFileRefusal, ReadJsonFileOptions } from './host/json-file.js';
+export { parseMountInfo } from './host/mountinfo.js';
+export type { MountInfo, MountInfoEntry } from './host/mountinfo.js';

@@ -1,9 +1,9 @@
 import { lstat, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { escapeForDisplay, isErrno, parseOptions, resolveTrustedBinary } from '@karotte/base';
+import { escapeForDisplay, isErrno, parseMountInfo, parseOptions, resolveTrustedBinary } from '@karotte/base';
 import { z } from 'zod';
 import { GraderError } from './errors.js';
-import { decodeMountPath, isWithin, runTrusted } from './runner/mounts.js';
+import { isWithin, runTrusted } from './runner/mounts.js';
 import { stampAlive } from './runner/identity.js';
 
 const absolute = z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path');
@@ -189,11 +189,8 @@ async function recoverUid(
 
   const prefix = path.join(o.workDir, `karotte-grade-${uid}-`);
   const mountinfo = await readFile('/proc/self/mountinfo', 'utf8');
-  const mounts = mountinfo
-    .split('\n')
-    .map((line) => line.split(' ')[4])
-    .filter((field): field is string => field !== undefined)
-    .map(decodeMountPath)
+  const mounts = parseMountInfo(mountinfo)
+    .entries.map((entry) => entry.mountPoint)
     .filter((mountPoint) => mountPoint.startsWith(prefix) && isWithin(mountPoint, o.workDir))
     .reverse();
   const unmounted: string[] = [];

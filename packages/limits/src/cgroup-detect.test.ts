@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { detectCgroups, parseMountInfo, parseProcCgroup } from './cgroup-detect.js';
+import { detectCgroups, parseProcCgroup } from './cgroup-detect.js';
 
 const made: string[] = [];
 afterEach(() => {
@@ -29,20 +29,6 @@ const HYBRID_SELF = [
 ].join('\n');
 
 describe('cgroup detection', () => {
-  it('parses mountinfo, including escaped spaces and read-only mounts', () => {
-    const mounts = parseMountInfo('40 30 0:36 /a\\040b /mnt/with\\040space ro,relatime - cgroup2 cgroup2 rw');
-    expect(mounts).toEqual([
-      {
-        root: '/a b',
-        mountPoint: '/mnt/with space',
-        readOnly: true,
-        fsType: 'cgroup2',
-        source: 'cgroup2',
-        superOptions: ['rw'],
-      },
-    ]);
-  });
-
   it('parses /proc/self/cgroup with co-mounted controllers', () => {
     const map = parseProcCgroup('3:cpu,cpuacct:/x\n0::/y\n');
     expect(map.get('cpu')).toBe('/x');

@@ -4,6 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseMountInfo } from '@karotte/base';
+import type { MountInfoEntry } from '@karotte/base';
 
 /** Name of the leaf the harness moves into on cgroup v2 before it delegates controllers. */
 const HARNESS_LEAF = 'karotte-harness';
@@ -49,49 +51,6 @@ export interface CgroupDetection {
   readonly reasons: readonly string[];
 }
 
-interface MountEntry {
-  readonly root: string;
-  readonly mountPoint: string;
-  readonly readOnly: boolean;
-  readonly fsType: string;
-  readonly source: string;
-  readonly superOptions: readonly string[];
-}
-
-/** Decode the octal escapes (`\040`) of /proc/self/mountinfo paths. */
-function unescapeMountPath(value: string): string {
-  return value.replace(/\\([0-7]{3})/g, (_match, octal: string) => String.fromCharCode(parseInt(octal, 8)));
-}
-
-/** Parse /proc/<pid>/mountinfo text. */
-export function parseMountInfo(text: string): MountEntry[] {
-  const out: MountEntry[] = [];
-  for (const line of text.split('\n')) {
-    if (line.trim() === '') continue;
-    const dash = line.indexOf(' - ');
-    if (dash < 0) continue;
-    const before = line.slice(0, dash).split(' ');
-    const after = line.slice(dash + 3).split(' ');
-    const root = before[3];
-    const mountPoint = before[4];
-    const options = before[5];
-    const fsType = after[0];
-    const source = after[1];
-    const superOptions = after[2];
-    if (root === undefined || mountPoint === undefined || options === undefined || fsType === undefined)
-      continue;
-    out.push({
-      root: unescapeMountPath(root),
-      mountPoint: unescapeMountPath(mountPoint),
-      readOnly: options.split(',').includes('ro'),
-      fsType,
-      source: unescapeMountPath(source ?? ''),
-      superOptions: (superOptions ?? '').split(','),
-    });
-  }
-  return out;
-}
-
 /** Parse /proc/<pid>/cgroup text into controller → path (v2 under the key ''). */
 export function parseProcCgroup(text: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -108,7 +67,7 @@ export function parseProcCgroup(text: string): Map<string, string> {
 }
 
 /** The directory of `cgroupPath` seen through `mount`, or null when the mount does not show it. */
-function dirThroughMount(mount: MountEntry, cgroupPath: string): string | null {
+function dirThroughMount(mount: MountInfoEntry, cgroupPath: string): string | null {
   const root = mount.root === '/' ? '' : mount.root;
   if (cgroupPath !== root && !cgroupPath.startsWith(`${root}/`) && root !== '') return null;
   const relative = cgroupPath.slice(root.length).replace(/\/+$/, '');
@@ -127,7 +86,7 @@ export interface DetectInputs {
  * are mounted read-write and show our group. Never remounts anything.
  */
 export function detectCgroups(inputs: DetectInputs = {}): CgroupDetection {
-  const mounts = parseMountInfo(inputs.mountInfo ?? fs.readFileSync('/proc/self/mountinfo', 'utf8'));
+  const mounts = parseMountInfo(inputs.mountInfo ?? fs.readFileSync('/proc/self/mountinfo', 'utf8')).entries;
   const own = parseProcCgroup(inputs.procCgroup ?? fs.readFileSync('/proc/self/cgroup', 'utf8'));
   const reasons: string[] = [];
 

@@ -4,9 +4,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { isErrno, parseOptions, resolveTrustedBinary, toSystemError } from '@karotte/base';
+import { isErrno, parseMountInfo, parseOptions, resolveTrustedBinary, toSystemError } from '@karotte/base';
 import { z } from 'zod';
-import { parseMountInfo } from './cgroup-detect.js';
 import { DEFAULT_IMAGE_DIR, DEFAULT_QUOTA_POLL_MS, QUOTA_BLOCK_BYTES } from './constants.js';
 import { runTrusted } from './exec.js';
 import { LimitsError, throwIfAborted } from './errors.js';
@@ -159,7 +158,7 @@ function isPreallocated(file: string, bytes: number): boolean {
 
 /** True when something is mounted exactly at `mountPoint`. */
 export function isMounted(mountPoint: string): boolean {
-  const mounts = parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8'));
+  const mounts = parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8')).entries;
   return mounts.some((mount) => mount.mountPoint === mountPoint);
 }
 
@@ -210,7 +209,7 @@ const PREPARE_SCRIPT = [
 
 /** The source device of the mount at `mountPoint`, or null. */
 function mountSource(mountPoint: string): string | null {
-  const mounts = parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8'));
+  const mounts = parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8')).entries;
   return mounts.findLast((mount) => mount.mountPoint === mountPoint)?.source ?? null;
 }
 

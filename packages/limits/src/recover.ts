@@ -3,10 +3,10 @@
 // owner is dead, and only what a record names (never anything we did not create).
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseOptions } from '@karotte/base';
+import { parseMountInfo, parseOptions } from '@karotte/base';
+import type { MountInfoEntry } from '@karotte/base';
 import { z } from 'zod';
 import { drainAndRemove, pidsOfDirs } from './cgroup-backend.js';
-import { parseMountInfo } from './cgroup-detect.js';
 import { realCgroupIo } from './cgroup-io.js';
 import { DEFAULT_IMAGE_DIR, DEFAULT_REMOVE_TIMEOUT_MS, DEFAULT_STATE_DIR } from './constants.js';
 import { LimitsError, throwIfAborted } from './errors.js';
@@ -89,7 +89,7 @@ function removeStaleTemporaries(dir: string): void {
 }
 
 /** True when `dir` is on a cgroup file system (so rmdir there can only remove a group). */
-function onCgroupFs(dir: string, mounts: ReturnType<typeof parseMountInfo>): boolean {
+function onCgroupFs(dir: string, mounts: readonly MountInfoEntry[]): boolean {
   const owner = mounts
     .filter((mount) => dir === mount.mountPoint || dir.startsWith(`${mount.mountPoint}/`))
     .sort((a, b) => b.mountPoint.length - a.mountPoint.length)[0];
@@ -115,7 +115,7 @@ export async function recoverLeftovers(options: RecoverOptions = {}): Promise<Re
   for (const dir of [groupDir, layout.records]) removeStaleTemporaries(dir);
   if (fs.existsSync(groupDir)) {
     checkSafeDir(groupDir);
-    const mounts = parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8'));
+    const mounts = parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8')).entries;
     for (const found of readRecords(groupDir, groupRecordSchema)) {
       throwIfAborted(parsed.abortSignal);
       if (found.record === null) {

@@ -5,9 +5,8 @@
 // allocate far past the limit, and the kernel's OOM killer may act first.
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseOptions } from '@karotte/base';
+import { parseMountInfo, parseOptions } from '@karotte/base';
 import { z } from 'zod';
-import { parseMountInfo } from './cgroup-detect.js';
 import { DEFAULT_WATCHDOG_ENTRY_BUDGET, DEFAULT_WATCHDOG_POLL_MS } from './constants.js';
 import type { LimitEvent } from './events.js';
 import { listPids, pageSize, realUidOf } from './proc.js';
@@ -106,7 +105,7 @@ export function sysvShmBytesByCreator(text: string, uid: number): number {
 
 /** RAM-backed mount points of this mount namespace. */
 function ramBackedMounts(): string[] {
-  const mounts = parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8'));
+  const mounts = parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8')).entries;
   return mounts
     .filter((mount) => mount.fsType === 'tmpfs' || mount.fsType === 'ramfs')
     .map((mount) => mount.mountPoint);

@@ -3,6 +3,7 @@
 // owner, RAM-backed files of the uid in tmpfs/ramfs mounts (through file-guard's link-safe
 // reclaim), then list again: whatever is still there is reported, never ignored.
 import { readFileSync } from 'node:fs';
+import { parseMountInfo } from '@karotte/base';
 import type { MisbehaviorRecord } from '@karotte/base';
 import {
   BadArgumentError,
@@ -118,26 +119,12 @@ export type ReclaimRecord = z.infer<typeof reclaimRecordSchema>;
 const RAM_FS_TYPES = new Set(['tmpfs', 'ramfs']);
 const MAX_LISTED = 64;
 
-/** Decode the octal escapes (`\040`) of a mountinfo path. */
-function unescapeMountPath(field: string): string {
-  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
-}
-
 /** Read-write tmpfs and ramfs mount points in a mountinfo text, deduplicated, in order. */
 export function ramMountPoints(mountinfo: string): string[] {
   const out: string[] = [];
-  for (const line of mountinfo.split('\n')) {
-    const dash = line.indexOf(' - ');
-    if (dash < 0) continue;
-    const before = line.slice(0, dash).split(' ');
-    const after = line.slice(dash + 3).split(' ');
-    const mountPoint = before[4];
-    const mountOptions = before[5]?.split(',') ?? [];
-    const fsType = after[0];
-    if (mountPoint === undefined || fsType === undefined || !RAM_FS_TYPES.has(fsType)) continue;
-    if (mountOptions.includes('ro')) continue;
-    const decoded = unescapeMountPath(mountPoint);
-    if (!out.includes(decoded)) out.push(decoded);
+  for (const mount of parseMountInfo(mountinfo).entries) {
+    if (!RAM_FS_TYPES.has(mount.fsType) || mount.readOnly) continue;
+    if (!out.includes(mount.mountPoint)) out.push(mount.mountPoint);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { mountViolations, parseMountInfo, reachableMounts } from './mounts.js';
+import { parseMountInfo } from '@karotte/base';
+import { mountViolations, reachableMounts } from './mounts.js';
 
 // The mount table of a real sandbox on this project's machine, read from /proc/<init>/mountinfo
 // after setup. Stacked host mounts (/proc, /dev/shm, /dev/pts), a host tmpfs under /tmp and
@@ -31,18 +32,6 @@ const SANDBOX = `46 45 254:0 / / ro,nosuid,relatime - ext4 /dev/vda rw,discard
 79 46 0:46 / /var/lib/karotte ro,nosuid,nodev,noexec,relatime - tmpfs karotte-cover ro,size=4k,nr_inodes=1,mode=000
 `;
 const WRITABLE = ['/tmp', '/dev/shm', '/home/student'];
-
-describe('parseMountInfo', () => {
-  it('reads ids, mount points (unescaped), per-mount options and type; keeps malformed lines', () => {
-    const { entries, malformed } = parseMountInfo(
-      '30 1 0:5 / /a\\040b rw,nosuid - tmpfs src rw\nnonsense line\n',
-    );
-    expect(entries).toEqual([
-      { id: 30, parentId: 1, mountPoint: '/a b', options: ['rw', 'nosuid'], fsType: 'tmpfs', source: 'src' },
-    ]);
-    expect(malformed).toEqual(['nonsense line']);
-  });
-});
 
 describe('reachableMounts', () => {
   const reachable = (text: string): number[] =>

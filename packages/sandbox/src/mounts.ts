@@ -2,52 +2,8 @@
 // namespace's own mount table (/proc/<init>/mountinfo, from outside) and checks every mount a
 // path can reach. Nothing the setup script reported is trusted for this.
 
-/** One line of /proc/<pid>/mountinfo. */
-export interface MountEntry {
-  readonly id: number;
-  readonly parentId: number;
-  /** Mount point, unescaped (`\040` → space). */
-  readonly mountPoint: string;
-  /** Per-mount options (`ro,nosuid,nodev,relatime`). */
-  readonly options: readonly string[];
-  readonly fsType: string;
-  readonly source: string;
-}
-
-function unescape(field: string): string {
-  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
-}
-
-/** Parse mountinfo text; malformed lines are returned in `malformed` (never skipped silently). */
-export function parseMountInfo(text: string): { entries: MountEntry[]; malformed: string[] } {
-  const entries: MountEntry[] = [];
-  const malformed: string[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '') continue;
-    const fields = line.split(' ');
-    const separator = fields.indexOf('-', 6);
-    const id = Number(fields[0]);
-    const parentId = Number(fields[1]);
-    if (
-      separator < 0 ||
-      !Number.isInteger(id) ||
-      !Number.isInteger(parentId) ||
-      fields.length < separator + 3
-    ) {
-      malformed.push(line);
-      continue;
-    }
-    entries.push({
-      id,
-      parentId,
-      mountPoint: unescape(fields[4]!),
-      options: fields[5]!.split(','),
-      fsType: fields[separator + 1]!,
-      source: unescape(fields[separator + 2]!),
-    });
-  }
-  return { entries, malformed };
-}
+import { parseMountInfo } from '@karotte/base';
+import type { MountInfoEntry } from '@karotte/base';
 
 /**
  * The mounts a path lookup can reach. Path resolution enters, at each directory on the way, a
@@ -57,16 +13,16 @@ export function parseMountInfo(text: string): { entries: MountEntry[]; malformed
  * Where two mounts share a parent and a mount point (no order is visible), both count as
  * reachable: when in doubt, a mount is checked.
  */
-export function reachableMounts(entries: readonly MountEntry[]): MountEntry[] {
+export function reachableMounts(entries: readonly MountInfoEntry[]): MountInfoEntry[] {
   const ids = new Set(entries.map((entry) => entry.id));
-  const children = new Map<number, MountEntry[]>();
+  const children = new Map<number, MountInfoEntry[]>();
   for (const entry of entries) {
     const list = children.get(entry.parentId) ?? [];
     list.push(entry);
     children.set(entry.parentId, list);
   }
   // Enter every mount attached at `path` to one of `current`, repeatedly (stacks).
-  const enter = (current: readonly MountEntry[], path: string): MountEntry[] => {
+  const enter = (current: readonly MountInfoEntry[], path: string): MountInfoEntry[] => {
     let layer = [...current];
     for (let depth = 0; depth < 64; depth += 1) {
       const next = layer.flatMap((mount) =>
@@ -78,7 +34,7 @@ export function reachableMounts(entries: readonly MountEntry[]): MountEntry[] {
     return layer;
   };
   const roots = entries.filter((entry) => !ids.has(entry.parentId) || entry.parentId === entry.id);
-  const topOf = (path: string): MountEntry[] => {
+  const topOf = (path: string): MountInfoEntry[] => {
     let current = enter(roots, '/');
     if (path === '/') return current;
     let prefix = '';

@@ -14,7 +14,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { BadArgumentError, parseOptions, resolveTrustedBinary } from '@karotte/base';
+import { BadArgumentError, parseMountInfo, parseOptions, resolveTrustedBinary } from '@karotte/base';
 import {
   allowListLinkExists,
   defaultSandboxAddress,
@@ -924,9 +924,15 @@ class SandboxImpl implements Sandbox {
     if (vethLeft.status === 'rejected') leftovers.push(`removing veth failed: ${errorText(vethLeft.reason)}`);
     else if (vethLeft.value && veth !== undefined) leftovers.push(`veth ${veth.hostEnd} still exists`);
     if (processesOfUid(this.uid).length > 0) leftovers.push(`processes of uid ${this.uid} are alive`);
-    if (this.workDir !== '' && readFileSync('/proc/self/mountinfo', 'utf8').includes(` ${this.workDir} `)) {
-      leftovers.push(`${this.workDir} is still mounted`);
-    }
+    // Any mount at or below the working directory is left over (its mount point decoded, so a
+    // path with a space is seen too); the sandbox's own mounts live in its namespace.
+    const workDir = this.workDir;
+    const stillMounted =
+      workDir !== '' &&
+      parseMountInfo(readFileSync('/proc/self/mountinfo', 'utf8')).entries.some(
+        (mount) => mount.mountPoint === workDir || mount.mountPoint.startsWith(`${workDir}/`),
+      );
+    if (stillMounted) leftovers.push(`${workDir} is still mounted`);
     if (leftovers.length === 0) {
       rmSync(this.dir, { recursive: true, force: true });
       this.lease.release();

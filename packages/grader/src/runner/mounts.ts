@@ -1,11 +1,6 @@
 import { execFile } from 'node:child_process';
 import { toSystemError } from '@karotte/base';
 
-/** Decode the octal escapes (`\040` for a space) of a /proc/self/mountinfo path field. */
-export function decodeMountPath(field: string): string {
-  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
-}
-
 /** True when `child` is `parent` or below it (plain path prefix on `/` boundaries). */
 export function isWithin(child: string, parent: string): boolean {
   if (parent === '/') return true;

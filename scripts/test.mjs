@@ -29,6 +29,8 @@ if (want('lint')) {
   run(process.execPath, ['scripts/check-readmes.mjs']);
   run(process.execPath, ['scripts/check-docs.mjs']);
   run(pnpm, ['exec', 'prettier', '--check', '.', '--log-level', 'warn']);
+  // The shell programs the packages run (src/**/programs/*.sh, inlined into their bundles).
+  run(shellcheck(), shellPrograms());
   // Unused files, exports and dependencies (knip); one monorepo shape (sherif).
   run(pnpm, ['exec', 'knip', '--no-progress']);
   run(pnpm, ['exec', 'sherif']);
@@ -38,6 +40,30 @@ if (want('packages')) {
   // Every publishable package packed and installed alone with npm, outside the workspace.
   run(process.execPath, ['scripts/check-install.mjs']);
   run(pnpm, ['exec', 'changeset', 'status']);
+}
+
+/** shellcheck from the system (Debian package `shellcheck`); exits with a clear message without it. */
+function shellcheck() {
+  const found = spawnSync('shellcheck', ['--version'], { env: toolEnv(), stdio: 'ignore' });
+  if (found.error !== undefined || found.status !== 0) {
+    log('shellcheck is missing: install the Debian package shellcheck (apt-get install shellcheck)');
+    process.exit(1);
+  }
+  return 'shellcheck';
+}
+
+/** Every `.sh` file under packages/<name>/src, relative to the root. */
+function shellPrograms() {
+  const packages = path.join(root, 'packages');
+  return fs.readdirSync(packages).flatMap((name) => {
+    const src = path.join(packages, name, 'src');
+    if (!fs.existsSync(src)) return [];
+    return fs
+      .readdirSync(src, { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.sh'))
+      .map((file) => path.join('packages', name, 'src', file))
+      .sort();
+  });
 }
 
 const totals = { passed: 0, failed: 0, skipped: 0 };

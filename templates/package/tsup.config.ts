@@ -1,4 +1,5 @@
 import { defineConfig } from 'tsup';
+import { rawText } from '../../scripts/tsup-raw-text.mjs';
 
 export default defineConfig({
   entry: ['src/index.ts'],
@@ -7,4 +8,6 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   target: 'node22',
+  // `./programs/x.sh?raw` imports: the file's text, inlined into the bundle.
+  esbuildPlugins: [rawText()],
 });

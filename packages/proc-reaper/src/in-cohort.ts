@@ -9,10 +9,10 @@
 // No compiler is assumed, so the helper is trusted binaries only: `setpriv` (util-linux)
 // drops to the uid, then `/bin/sh` runs a constant loop of its builtin `kill -9 -1`.
 import { spawn } from 'node:child_process';
+import inCohortScript from './programs/in-cohort.sh?raw';
 
-/** A constant script: all variable data is a positional argument ($1 = rounds). */
-export const IN_COHORT_SCRIPT =
-  'i=0; while [ "$i" -lt "$1" ]; do kill -9 -1 || break; i=$((i+1)); done; printf "karotte-in-cohort %s\\n" "$i"';
+/** A constant script (programs/in-cohort.sh): all variable data is a positional argument ($1 = rounds). */
+export const IN_COHORT_SCRIPT: string = inCohortScript;
 
 const CONFIRMATION = /^karotte-in-cohort (\d+)\n$/;
 

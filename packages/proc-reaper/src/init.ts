@@ -1,44 +1,20 @@
-// A minimal PID 1 for a sandbox's PID namespace, as a constant bash script (no compiler).
+// A minimal PID 1 for a sandbox's PID namespace, as a constant bash script (no compiler):
+// programs/init.sh, inlined into the bundle at build time.
 //
 // PID 1 has duties no ordinary program fulfils: orphans are reparented to it and stay zombies
 // until it reaps them, and the kernel drops signals sent to it from inside its namespace
 // unless it installed a handler. bash fits: while it waits it calls waitpid(-1), which reaps
 // every child, including reparented orphans it never started; `trap` installs handlers.
 import { BadArgumentError, resolveTrustedBinary } from '@karotte/base';
+import initScript from './programs/init.sh?raw';
 
 /**
- * The init script. `$@` is the command. Signals HUP, INT, QUIT, TERM, USR1 and USR2 are
- * forwarded to the command; one that arrives before the command has a pid is kept and sent
- * right after. The script exits with the command's status (128 + n when signal n killed it).
+ * The init script (programs/init.sh). `$@` is the command. Signals HUP, INT, QUIT, TERM,
+ * USR1 and USR2 are forwarded to the command; one that arrives before the command has a pid
+ * is kept and sent right after. The script exits with the command's status (128 + n when signal n killed it).
  * bash's own messages ("Killed") go to /dev/null after the fork: the command keeps stderr.
  */
-export const INIT_SCRIPT = [
-  'child=0',
-  'pending=',
-  'interrupted=0',
-  'forward() {',
-  '  interrupted=1',
-  '  if [ "$child" -gt 0 ]; then kill -s "$1" "$child" 2>/dev/null; else pending="$pending $1"; fi',
-  '}',
-  'for sig in HUP INT QUIT TERM USR1 USR2; do trap "forward $sig" "$sig"; done',
-  // An async command of a shell without job control starts with INT and QUIT ignored (POSIX);
-  // reset them, or a forwarded Ctrl-C would be dropped by the command.
-  '( trap - INT QUIT; exec "$@" ) &',
-  'child=$!',
-  'exec 2>/dev/null',
-  'for sig in $pending; do kill -s "$sig" "$child"; done',
-  'while :; do',
-  '  interrupted=0',
-  '  wait "$child"',
-  '  status=$?',
-  // `wait` also returns (with 128+n) when a trapped signal interrupts it: wait again. Never
-  // ask `kill -0` whether the command still runs: bash may already have reaped it in its
-  // SIGCHLD handler, and only a second `wait` returns the status it saved.
-  '  if [ "$interrupted" = 1 ]; then continue; fi',
-  '  break',
-  'done',
-  'exit "$status"',
-].join('\n');
+export const INIT_SCRIPT: string = initScript;
 
 /** Options of {@link initArgv}. */
 export interface InitArgvOptions {

@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { lstatSync, readFileSync } from 'node:fs';
 import { SystemError, isErrno, toSystemError } from '@karotte/base';
+import mqueueScript from './programs/mqueue.sh?raw';
 
 /** A SysV IPC kind, as in /proc/sysvipc/<kind>. */
 export type SysvKind = 'shm' | 'sem' | 'msg';
@@ -137,18 +138,12 @@ export interface MqueueBinaries {
 }
 
 /**
- * Constant script run inside a private mount namespace: mount a fresh mqueue filesystem
- * (it shows every queue of this IPC namespace, whatever is mounted elsewhere), delete the
- * queues owned by $2, then list what is left. NUL-separated; the separator holds a `/`,
- * which no queue name can.
+ * The constant script (programs/mqueue.sh), run inside a private mount namespace: mount a
+ * fresh mqueue filesystem (it shows every queue of this IPC namespace, whatever is mounted
+ * elsewhere), delete the queues owned by $2, then list what is left. NUL-separated; the
+ * separator holds a `/`, which no queue name can.
  */
-const MQUEUE_SCRIPT = [
-  '"$3" -t mqueue karotte-mqueue "$1" || exit 3',
-  'cd "$1" || exit 3',
-  '"$4" . -mindepth 1 -maxdepth 1 -uid "$2" -print0 -delete',
-  "printf '\\000karotte/left\\000'",
-  '"$4" . -mindepth 1 -maxdepth 1 -uid "$2" -print0',
-].join('\n');
+const MQUEUE_SCRIPT: string = mqueueScript;
 
 const LEFT_MARKER = Buffer.from('\0karotte/left\0', 'latin1');
 

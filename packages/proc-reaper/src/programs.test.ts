@@ -1,0 +1,24 @@
+// The programs proc-reaper runs are real files (src/programs/), inlined at build time: the
+// imported text is the file's, byte for byte, and the shell that runs each one parses it.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { resolveTrustedBinary } from '@karotte/base';
+import { describe, expect, it } from 'vitest';
+import { IN_COHORT_SCRIPT } from './in-cohort.js';
+import { INIT_SCRIPT } from './init.js';
+import mqueueScript from './programs/mqueue.sh?raw';
+
+const programs = [
+  { file: 'init.sh', text: INIT_SCRIPT, shell: 'bash' },
+  { file: 'in-cohort.sh', text: IN_COHORT_SCRIPT, shell: 'sh' },
+  { file: 'mqueue.sh', text: mqueueScript, shell: 'sh' },
+];
+
+describe('programs', () => {
+  it.each(programs)('$file is imported as it is and parses in $shell', ({ file, text, shell }) => {
+    expect(text).toBe(fs.readFileSync(new URL(`programs/${file}`, import.meta.url), 'utf8'));
+    const check = spawnSync(resolveTrustedBinary(shell), ['-n'], { input: text, encoding: 'utf8' });
+    expect(check.stderr).toBe('');
+    expect(check.status).toBe(0);
+  });
+});

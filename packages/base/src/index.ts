@@ -38,3 +38,10 @@ export { readJsonFile } from './host/json-file.js';
 export type { JsonFileResult, JsonFileRefusal, ReadJsonFileOptions } from './host/json-file.js';
 export { parseMountInfo } from './host/mountinfo.js';
 export type { MountInfo, MountInfoEntry } from './host/mountinfo.js';
+export {
+  readAccountIds,
+  readSubordinateIds,
+  parseSubordinateIds,
+  hasSubordinateConflict,
+} from './host/ids.js';
+export type { SubordinateRange } from './host/ids.js';

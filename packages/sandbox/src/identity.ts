@@ -13,6 +13,8 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { hasSubordinateConflict, readAccountIds, readSubordinateIds } from '@karotte/base';
+import type { SubordinateRange } from '@karotte/base';
 import { SandboxError } from './errors.js';
 import { bootId, isSameProcessAlive, processesOfUid, readProcess } from './procfs.js';
 import { ensureRootOnlyDir } from './state-dir.js';
@@ -58,71 +60,6 @@ function locksDir(stateDir: string): string {
 
 function lockPath(stateDir: string, uid: number): string {
   return path.join(locksDir(stateDir), `${uid}.lock`);
-}
-
-/** Uids and gids named in the host's account databases: never handed to a student. */
-function accountIds(): Set<number> {
-  const ids = new Set<number>();
-  for (const file of ['/etc/passwd', '/etc/group']) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n')) {
-      const id = Number(line.split(':')[2]);
-      if (Number.isInteger(id)) ids.add(id);
-    }
-  }
-  return ids;
-}
-
-/** One line of /etc/subuid or /etc/subgid: `owner` may map ids start .. start+count-1. */
-export interface SubordinateRange {
-  readonly owner: string;
-  readonly start: number;
-  readonly count: number;
-}
-
-/** Parse subordinate id files (`owner:start:count` per line; comments and junk skipped). */
-export function parseSubordinateIds(text: string): SubordinateRange[] {
-  const out: SubordinateRange[] = [];
-  for (const line of text.split('\n')) {
-    const [owner, start, count] = line.trim().split(':');
-    if (owner === undefined || owner === '' || owner.startsWith('#')) continue;
-    const first = Number(start);
-    const size = Number(count);
-    if (Number.isSafeInteger(first) && Number.isSafeInteger(size) && size > 0) {
-      out.push({ owner, start: first, count: size });
-    }
-  }
-  return out;
-}
-
-/**
- * True when `uid` must not be a student's because of subordinate ids: it owns a range (it
- * could map other ids into a user namespace with newuidmap) or lies in someone's range (that
- * user could become it). Owners are matched by number: student uids have no name.
- */
-export function hasSubordinateConflict(uid: number, ranges: readonly SubordinateRange[]): boolean {
-  return ranges.some(
-    (range) => range.owner === String(uid) || (uid >= range.start && uid < range.start + range.count),
-  );
-}
-
-function readSubordinateIds(files: readonly string[]): SubordinateRange[] {
-  const out: SubordinateRange[] = [];
-  for (const file of files) {
-    try {
-      out.push(...parseSubordinateIds(readFileSync(file, 'utf8')));
-    } catch (error) {
-      if ((error as { code?: string }).code !== 'ENOENT') {
-        throw new SandboxError('SETUP_FAILED', `cannot read ${file}`, { cause: error });
-      }
-    }
-  }
-  return out;
 }
 
 /** Read a lock; undefined when it is missing or unreadable (a torn write by a killed harness). */
@@ -245,8 +182,16 @@ export async function allocateIdentity(options: AllocateOptions): Promise<Identi
   ensureRootOnlyDir(stateDir);
   ensureRootOnlyDir(locksDir(stateDir));
   removeOrphanDrafts(locksDir(stateDir));
-  const taken = accountIds();
-  const subordinate = readSubordinateIds(options.subordinateIdFiles ?? ['/etc/subuid', '/etc/subgid']);
+  let taken: Set<number>;
+  let subordinate: SubordinateRange[];
+  try {
+    taken = await readAccountIds();
+    subordinate = await readSubordinateIds(options.subordinateIdFiles);
+  } catch (error) {
+    throw new SandboxError('SETUP_FAILED', `cannot read the host's id databases: ${String(error)}`, {
+      cause: error,
+    });
+  }
   const me = readProcess(process.pid);
   const record: LeaseRecord = {
     uid: 0,

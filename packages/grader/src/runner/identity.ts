@@ -1,8 +1,14 @@
 import { randomInt } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { isErrno, toSystemError } from '@karotte/base';
-import { hasSubordinateConflict, parseSubordinateIds, type SubordinateRange } from '@karotte/sandbox';
+import {
+  hasSubordinateConflict,
+  isErrno,
+  readAccountIds,
+  readSubordinateIds,
+  toSystemError,
+} from '@karotte/base';
+import type { SubordinateRange } from '@karotte/base';
 import { GraderError } from '../errors.js';
 
 /** A fresh, unshared numeric identity for one grader run. */
@@ -22,22 +28,6 @@ export interface AllocateIdentityOptions {
   readonly count: number;
   /** Subordinate id files (`owner:start:count` lines). @default ['/etc/subuid', '/etc/subgid'] */
   readonly subordinateIdFiles?: readonly string[];
-}
-
-const SUBORDINATE_ID_FILES = ['/etc/subuid', '/etc/subgid'] as const;
-
-async function readSubordinateIds(files: readonly string[]): Promise<SubordinateRange[]> {
-  const out: SubordinateRange[] = [];
-  for (const file of files) {
-    try {
-      out.push(...parseSubordinateIds(await readFile(file, 'utf8')));
-    } catch (error) {
-      if (!isErrno(error, 'ENOENT')) {
-        throw new GraderError('SETUP_FAILED', `cannot read ${file}: ${String(error)}`, { cause: error });
-      }
-    }
-  }
-  return out;
 }
 
 /** Default grader uid range: far above any system or human uid, below 2^32 - 2. */
@@ -66,7 +56,7 @@ async function uidInUse(uid: number): Promise<boolean> {
 /**
  * Allocate a uid nobody uses: a random uid in the range whose lock entry `mkdir` creates
  * exclusively (so two graders, even in two processes, never share one), with no live process.
- * The uid has no passwd entry, no groups, and owns or lies in no subordinate id range
+ * The uid is named in no passwd or group entry, and owns or lies in no subordinate id range
  * (/etc/subuid, /etc/subgid); its gid is the same number.
  */
 export async function allocateGraderIdentity(options: AllocateIdentityOptions): Promise<GraderIdentity> {
@@ -77,11 +67,21 @@ export async function allocateGraderIdentity(options: AllocateIdentityOptions): 
       cause: error,
     });
   }
-  const subordinate = await readSubordinateIds(options.subordinateIdFiles ?? SUBORDINATE_ID_FILES);
+  let taken: Set<number>;
+  let subordinate: SubordinateRange[];
+  try {
+    taken = await readAccountIds();
+    subordinate = await readSubordinateIds(options.subordinateIdFiles);
+  } catch (error) {
+    throw new GraderError('SETUP_FAILED', `cannot read the host's id databases: ${String(error)}`, {
+      cause: error,
+    });
+  }
   for (let attempt = 0; attempt < 32; attempt += 1) {
     const uid = options.first + randomInt(options.count);
-    // A uid that owns or lies in a subordinate range could be become by someone else.
-    if (hasSubordinateConflict(uid, subordinate)) continue;
+    // A uid of an account would share its files; one that owns or lies in a subordinate range
+    // could be become by someone else.
+    if (taken.has(uid) || hasSubordinateConflict(uid, subordinate)) continue;
     const lock = path.join(options.lockDir, String(uid));
     try {
       // mkdir is atomic: exactly one allocator wins a given uid.

@@ -7,31 +7,16 @@
 // argument; the script text is a constant.
 import { parseOptions, resolveTrustedBinary } from '@karotte/base';
 import { z } from 'zod';
-import { STUDENT_OOM_SCORE_ADJ } from './constants.js';
+import launchScript from './programs/launch.sh?raw';
 import { DEFAULT_NOFILE, MAX_NOFILE, limitRules } from './spec.js';
 
 /**
- * The constant script of the launch prefix. Positional arguments: cgroup.procs files, then
- * `--`, then the command to exec. Exit status 125 when joining a group or setting
- * oom_score_adj failed (nothing of the command ran).
+ * The constant script of the launch prefix (programs/launch.sh). Positional arguments:
+ * cgroup.procs files, then `--`, then the command to exec. It sets oom_score_adj to
+ * STUDENT_OOM_SCORE_ADJ. Exit status 125 when joining a group or setting oom_score_adj failed
+ * (nothing of the command ran).
  */
-export const LAUNCH_SCRIPT = [
-  'pid=$$',
-  'while [ "$#" -gt 0 ]; do',
-  '  f=$1',
-  '  shift',
-  '  if [ "$f" = -- ]; then break; fi',
-  '  if ! printf \'%s\\n\' "$pid" > "$f"; then',
-  '    printf \'karotte-launch: cannot join cgroup %s\\n\' "$f" >&2',
-  '    exit 125',
-  '  fi',
-  'done',
-  `if ! printf '%s\\n' ${STUDENT_OOM_SCORE_ADJ} > /proc/self/oom_score_adj; then`,
-  "  printf 'karotte-launch: cannot set oom_score_adj\\n' >&2",
-  '  exit 125',
-  'fi',
-  'exec "$@"',
-].join('\n');
+export const LAUNCH_SCRIPT: string = launchScript;
 
 /** The value of `$0` in the launch script (shows in `ps` while it runs). */
 const LAUNCH_ARGV0 = 'karotte-launch';

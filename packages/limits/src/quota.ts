@@ -12,6 +12,7 @@ import { LimitsError, throwIfAborted } from './errors.js';
 import type { LimitEvent } from './events.js';
 import { FirstSeen } from './events.js';
 import type { GroupLimitReport } from './group.js';
+import prepareScript from './programs/prepare-quota.sh?raw';
 import { DEFAULT_DISK_BYTES, defaultDiskInodes, limitRules } from './spec.js';
 import { ensureSafeDir, removeRecord, selfIdentity, writeRecord } from './state.js';
 
@@ -184,8 +185,9 @@ export function loopDevicesBacking(image: string): string[] {
 }
 
 /**
- * The constant script that prepares an image. Positional arguments: $1 fallocate, $2
- * mkfs.ext4, $3 mount (trusted absolute paths), $4 bytes, $5 inodes, $6 image, $7 mount point.
+ * The constant script that prepares an image (programs/prepare-quota.sh). Positional
+ * arguments: $1 fallocate, $2 mkfs.ext4, $3 mount (trusted absolute paths), $4 bytes, $5
+ * inodes, $6 image, $7 mount point.
  *
  * - fallocate first: the image is preallocated, never sparse (a sparse image turns ENOSPC
  *   into I/O errors and lets the student fill the host's disk).
@@ -199,13 +201,7 @@ export function loopDevicesBacking(image: string): string[] {
  * - mount -o loop: attaches a free loop device with autoclear (it detaches on unmount);
  *   nosuid, nodev: nothing the student writes there can gain privileges.
  */
-const PREPARE_SCRIPT = [
-  'set -e',
-  '"$1" -l "$4" "$6"',
-  '"$2" -q -F -m 0 -b 4096 -N "$5" -O ^has_journal,^resize_inode -E nodiscard,lazy_itable_init=1,root_owner=0:0 -L karotte "$6"',
-  '"$1" -l "$4" "$6"',
-  '"$3" -t ext4 -o loop,nosuid,nodev,noatime,noinit_itable,nodiscard "$6" "$7"',
-].join('\n');
+const PREPARE_SCRIPT: string = prepareScript;
 
 /** The source device of the mount at `mountPoint`, or null. */
 function mountSource(mountPoint: string): string | null {

@@ -112,6 +112,21 @@ export default tseslint.config(
     rules: { 'karotte/no-cross-package-instanceof': 'error' },
   },
   {
+    // The programs a package runs as a Node process of its own (`node -e`, as the student or a
+    // target uid): plain CommonJS files inlined into the bundle as text, with no imports but
+    // Node built-ins. No tsconfig holds them, so they are linted without type information.
+    files: ['packages/*/src/**/programs/*.cjs'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    files: ['packages/*/src/**/programs/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { require: 'readonly', process: 'readonly', Buffer: 'readonly', TextDecoder: 'readonly' },
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     files: ['**/*.test.ts'],
     rules: {
       'no-restricted-syntax': 'off',

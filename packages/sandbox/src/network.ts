@@ -3,6 +3,7 @@ import os from 'node:os';
 import net from 'node:net';
 import { z } from 'zod';
 import { SandboxError } from './errors.js';
+import networkProbeScript from './programs/network-probe.sh?raw';
 
 /** One address the network check tried to route to from inside the sandbox, as the student. */
 export const networkProbeSchema = z
@@ -113,22 +114,14 @@ export function dnsServers(): NetworkTarget[] {
 }
 
 /**
- * The probe, run by bash as the student inside the sandbox (bash starts in a few ms; Node took
- * hundreds under load). Arguments: probes as `udp/<address>/<port>` or `tcp/<address>/<port>`.
- * For each, bash opens `/dev/udp/...` (socket + connect: for UDP the kernel only looks up a
- * route, no packet is sent) or `/dev/tcp/...` (a real connect, used only on loopback), with
- * its own error output on stdout. Every probe's output starts with a line `@<index>`; a
+ * The probe (programs/network-probe.sh), run by bash as the student inside the sandbox (bash
+ * starts in a few ms; Node took hundreds under load). Arguments: probes as
+ * `udp/<address>/<port>` or `tcp/<address>/<port>`. For each, bash opens `/dev/udp/...`
+ * (socket + connect: for UDP the kernel only looks up a route, no packet is sent) or
+ * `/dev/tcp/...` (a real connect, used only on loopback), with its own error output on stdout. Every probe's output starts with a line `@<index>`; a
  * success prints `reachable`, a failure bash's message (`…: Network is unreachable`).
  */
-export const NETWORK_PROBE_SCRIPT = String.raw`
-i=0
-for p in "$@"; do
-  printf '\n@%d\n' "$i"
-  if { : 3<>"/dev/$p"; } 2>&1; then printf 'reachable'; fi
-  i=$((i + 1))
-done
-printf '\n@end\n'
-`;
+export const NETWORK_PROBE_SCRIPT: string = networkProbeScript;
 
 /** TCP port of the loopback control: nothing listens in a fresh namespace, so the kernel answers RST. */
 const LOOPBACK_CONTROL_PORT = 1;

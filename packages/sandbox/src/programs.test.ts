@@ -1,0 +1,29 @@
+// The programs the sandbox runs are real files (src/programs/), inlined at build time: the
+// imported text is the file's, byte for byte, and the program that runs each one parses it.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { resolveTrustedBinary } from '@karotte/base';
+import { describe, expect, it } from 'vitest';
+import { NETWORK_PROBE_SCRIPT } from './network.js';
+import fileToolScript from './programs/file-tool.cjs?raw';
+import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT, SHELL_SCRIPT } from './scripts.js';
+
+const programs = [
+  { file: 'setup.sh', text: SETUP_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },
+  { file: 'init.sh', text: INIT_SCRIPT, check: [resolveTrustedBinary('sh'), '-n'] },
+  { file: 'launch.sh', text: LAUNCH_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },
+  { file: 'shell.sh', text: SHELL_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },
+  { file: 'network-probe.sh', text: NETWORK_PROBE_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },
+  // `node -e` runs it as CommonJS: a module-syntax check of the same text.
+  { file: 'file-tool.cjs', text: fileToolScript, check: [process.execPath, '--check', '-'] },
+];
+
+describe('programs', () => {
+  it.each(programs)('$file is imported as it is and parses', ({ file, text, check }) => {
+    expect(text).toBe(fs.readFileSync(new URL(`programs/${file}`, import.meta.url), 'utf8'));
+    const [command, ...args] = check;
+    const result = spawnSync(command!, args, { input: text, encoding: 'utf8' });
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+  });
+});

@@ -13,7 +13,7 @@ const missing = missingPrerequisites();
 if (missing.length > 0) {
   const packages = [...new Set(missing.map(([, pkg]) => pkg))].join(' ');
   log(
-    `episodes need ${missing.map(([program]) => program).join(', ')}, not found in /usr/local/sbin … /bin: ` +
+    `episodes or npm test need ${missing.map(([program]) => program).join(', ')}, not found in /usr/local/sbin … /bin: ` +
       `install the Debian packages with \`apt-get install ${packages}\``,
   );
 }

@@ -316,7 +316,7 @@ export const TRUSTED_BINARY_DIRS = [
   '/bin',
 ];
 
-/** The system programs episodes need, and the Debian package of each. */
+/** The system programs episodes (and `npm test`) need, and the Debian package of each. */
 export const SYSTEM_PREREQUISITES = [
   ['unshare', 'util-linux'],
   ['setpriv', 'util-linux'],
@@ -334,6 +334,8 @@ export const SYSTEM_PREREQUISITES = [
   ['find', 'findutils'],
   ['sed', 'sed'],
   ['cat', 'coreutils'],
+  // Not for episodes: `npm test` lints the project's shell programs with it.
+  ['shellcheck', 'shellcheck'],
 ];
 
 /** The prerequisites missing from the trusted directories, as `[program, package]` pairs. */

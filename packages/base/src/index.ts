@@ -45,3 +45,17 @@ export {
   hasSubordinateConflict,
 } from './host/ids.js';
 export type { SubordinateRange } from './host/ids.js';
+export {
+  parseProcessStat,
+  parseProcessStatus,
+  readProcessStat,
+  readProcessStatus,
+  isDeadState,
+  isProcessLive,
+  bootId,
+  identityOf,
+  isSameProcessAlive,
+  killPid,
+  processesOfUid,
+} from './host/proc.js';
+export type { ProcessStat, ProcessStatus, ProcessIdentity, UidProcess, UidWalk } from './host/proc.js';

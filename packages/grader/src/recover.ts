@@ -141,7 +141,7 @@ export async function recoverGraderLeftovers(
         alive += 1;
         continue;
       }
-    } else if (await stampAlive(stamp)) {
+    } else if (stampAlive(stamp)) {
       alive += 1;
       continue;
     }

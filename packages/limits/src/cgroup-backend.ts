@@ -2,7 +2,7 @@
 // back (a write that did not take fails closed), reads the limit-hit counters, and kills
 // every member atomically with respect to fork.
 import path from 'node:path';
-import { isErrno } from '@karotte/base';
+import { isErrno, killPid } from '@karotte/base';
 import type { CgroupHierarchy } from './cgroup-detect.js';
 import type { CgroupIo } from './cgroup-io.js';
 import {
@@ -15,7 +15,7 @@ import {
 } from './cgroup-io.js';
 import { LimitsError } from './errors.js';
 import type { GroupKillResult } from './group-types.js';
-import { killPid, swapActive } from './proc.js';
+import { swapActive } from './proc.js';
 
 /** What a backend was asked to apply. */
 export interface WantedLimits {

@@ -6,14 +6,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MiB } from '@karotte/base';
+import { identityOf, MiB } from '@karotte/base';
 import { killUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
 import { createEpisodeLimits } from './episode.js';
 import type { EpisodeLimits } from './episode.js';
 import { createGroup } from './group.js';
 import { createQuotaPool, isMounted, loopDevicesBacking } from './quota.js';
 import { recoverLeftovers } from './recover.js';
-import { identityOf } from './proc.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 let stateDir = '';
@@ -198,7 +197,7 @@ describe('crash recovery', () => {
     for (const dir of report.dirs) expect(fs.existsSync(dir)).toBe(true);
     expect(isMounted(report.mount)).toBe(true);
     expect(loopDevicesBacking(report.image)).toEqual([report.loop]);
-    expect(identityOf(report.student)).not.toBeNull();
+    expect(identityOf(report.student)).not.toBeUndefined();
 
     // A live owner's group in the same state directory must be left alone.
     const live = await createGroup({ stateDir, name: `${name}-live`, memoryBytes: 64 * MiB });
@@ -238,7 +237,7 @@ describe('crash recovery', () => {
     expect(loopDevicesBacking(report.image)).toEqual([]);
     expect(fs.existsSync(report.image)).toBe(false);
     expect(fs.existsSync(report.mount)).toBe(false);
-    await waitFor(() => identityOf(report.student) === null, 10_000);
+    await waitFor(() => identityOf(report.student) === undefined, 10_000);
     // Untouched: the live group and the decoy directory.
     for (const dir of live.dirs) expect(fs.existsSync(dir)).toBe(true);
     expect(fs.existsSync(decoyDir)).toBe(true);

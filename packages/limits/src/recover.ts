@@ -3,14 +3,13 @@
 // owner is dead, and only what a record names (never anything we did not create).
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseMountInfo, parseOptions } from '@karotte/base';
+import { isSameProcessAlive, parseMountInfo, parseOptions } from '@karotte/base';
 import type { MountInfoEntry } from '@karotte/base';
 import { z } from 'zod';
 import { drainAndRemove, pidsOfDirs } from './cgroup-backend.js';
 import { realCgroupIo } from './cgroup-io.js';
 import { DEFAULT_IMAGE_DIR, DEFAULT_REMOVE_TIMEOUT_MS, DEFAULT_STATE_DIR } from './constants.js';
 import { LimitsError, throwIfAborted } from './errors.js';
-import { isAlive } from './proc.js';
 import { imageLayout, teardownImage } from './quota.js';
 import type { FoundRecord, GroupRecord, QuotaRecord } from './state.js';
 import {
@@ -65,8 +64,8 @@ export interface RecoveryReport {
 /** True when a found record (or its claim) belongs to a dead process. */
 function ownerDead<T extends { owner: GroupRecord['owner'] }>(found: FoundRecord<T>): boolean {
   if (found.record === null) return false;
-  if (found.claimedBy !== null) return !isAlive(found.claimedBy);
-  return !isAlive(found.record.owner);
+  if (found.claimedBy !== null) return !isSameProcessAlive(found.claimedBy);
+  return !isSameProcessAlive(found.record.owner);
 }
 
 /** Delete `<record>.json.tmp-<pid>` files (a write cut short) whose writer is gone. */

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { identityOf, isAlive } from './proc.js';
+import { identityOf } from '@karotte/base';
 import { recoverLeftovers } from './recover.js';
 import {
   checkSafeDir,
@@ -26,15 +26,6 @@ function scratch(): string {
 }
 
 const self = identityOf(process.pid)!;
-
-describe('owner identity', () => {
-  it('is alive for this process, dead for a reused pid, another boot or a missing pid', () => {
-    expect(isAlive(self)).toBe(true);
-    expect(isAlive({ ...self, startTicks: self.startTicks + 1 })).toBe(false);
-    expect(isAlive({ ...self, bootId: 'another-boot' })).toBe(false);
-    expect(isAlive({ ...self, pid: 999_999_999 })).toBe(false);
-  });
-});
 
 describe('state directories and records', () => {
   it('refuses a directory writable by others or a symlink', () => {

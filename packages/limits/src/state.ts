@@ -5,11 +5,10 @@
 // else can write, so a student cannot forge one to make root unmount or delete something.
 import fs from 'node:fs';
 import path from 'node:path';
-import { isErrno, toSystemError } from '@karotte/base';
+import { bootId, identityOf, isErrno, toSystemError } from '@karotte/base';
+import type { ProcessIdentity } from '@karotte/base';
 import { z } from 'zod';
 import { LimitsError } from './errors.js';
-import type { ProcessIdentity } from './proc.js';
-import { identityOf } from './proc.js';
 
 const ownerSchema = z
   .object({
@@ -57,7 +56,7 @@ export type QuotaRecord = z.infer<typeof quotaRecordSchema>;
 /** This process's identity, for records. */
 export function selfIdentity(): ProcessIdentity {
   const identity = identityOf(process.pid);
-  if (identity === null) throw new LimitsError('UNSAFE_STATE_DIR', 'cannot read /proc/self/stat');
+  if (identity === undefined) throw new LimitsError('UNSAFE_STATE_DIR', 'cannot read /proc/self/stat');
   return identity;
 }
 
@@ -168,7 +167,7 @@ export function readRecords<T>(dir: string, schema: z.ZodType<T>): FoundRecord<T
     throw toSystemError(error, `listing ${dir}`);
   }
   const out: FoundRecord<T>[] = [];
-  const currentBoot = identityOf(process.pid)?.bootId ?? '';
+  const currentBoot = bootId();
   for (const name of names) {
     const claim = CLAIM.exec(name);
     if (!name.endsWith('.json') && claim === null) continue;

@@ -5,11 +5,11 @@
 // allocate far past the limit, and the kernel's OOM killer may act first.
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseMountInfo, parseOptions } from '@karotte/base';
+import { parseMountInfo, parseOptions, processesOfUid } from '@karotte/base';
 import { z } from 'zod';
 import { DEFAULT_WATCHDOG_ENTRY_BUDGET, DEFAULT_WATCHDOG_POLL_MS } from './constants.js';
 import type { LimitEvent } from './events.js';
-import { listPids, pageSize, realUidOf } from './proc.js';
+import { pageSize } from './proc.js';
 
 /** What a watchdog found over a limit. */
 export interface WatchdogViolation {
@@ -24,7 +24,7 @@ export interface WatchdogViolation {
 /** One poll of what a uid holds. */
 export interface WatchdogReading {
   readonly atMs: number;
-  /** Live (non-zombie) processes whose real uid is the watched uid. */
+  /** Live (non-zombie) processes holding the watched uid (real, effective, saved or fs uid). */
   readonly pids: readonly number[];
   /** Sum of resident set sizes (from /proc/<pid>/statm). */
   readonly rssBytes: number;
@@ -178,9 +178,7 @@ export async function readUidUsage(
   const page = pageSize();
   const pids: number[] = [];
   let rssBytes = 0;
-  for (const pid of listPids()) {
-    const owner = realUidOf(pid);
-    if (owner === null || owner.uid !== uid || owner.zombie) continue;
+  for (const { pid } of processesOfUid(uid).alive) {
     pids.push(pid);
     try {
       const statm = fs.readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ');

@@ -6,10 +6,17 @@
 // group and the session, done over /proc in-process: tree-kill itself spawns `ps` found on
 // PATH, which Karotte never does.
 import { setTimeout as sleepFor } from 'node:timers/promises';
-import { BadArgumentError, escapeForDisplay, isErrno, parseOptions, toSystemError } from '@karotte/base';
+import {
+  BadArgumentError,
+  escapeForDisplay,
+  isErrno,
+  parseOptions,
+  readProcessStat,
+  toSystemError,
+} from '@karotte/base';
 import { z } from 'zod';
 import { ProcReaperError } from './errors.js';
-import { readStat, walkAll } from './procfs.js';
+import { walkAll } from './procfs.js';
 import type { BestEffortReapRecord, RecordedProcess } from './record.js';
 
 /** What the best-effort tier cannot see or kill. Copied into every record. */
@@ -82,11 +89,11 @@ export async function reapBestEffort(
   const { pid } = parseOptions(bestEffortTargetSchema, target, 'best-effort target');
   const parsed = parseOptions(bestEffortOptionsSchema, options, 'best-effort options');
   if (pid === process.pid) throw new BadArgumentError('the target is this process', { field: 'pid' });
-  const own = readStat(process.pid);
+  const own = readProcessStat(process.pid);
   if (own === undefined) throw new ProcReaperError('PROC_UNAVAILABLE', 'cannot read /proc/self/stat');
   const start = Date.now();
   const deadline = start + parsed.timeoutMs;
-  const root = readStat(pid);
+  const root = readProcessStat(pid);
   // Why never our own group or session: kill(-pgid) there would take the caller with it.
   const pgid =
     parsed.processGroup && root !== undefined && root.pgid !== own.pgid && root.pgid > 1 ? root.pgid : 0;
@@ -95,7 +102,7 @@ export async function reapBestEffort(
   const counted = new Set<number>();
   // Tracked processes by pid AND start time, so a pid reused by an unrelated process of the
   // caller is not taken for a descendant.
-  const tracked = new Map<number, number>(root === undefined ? [] : [[pid, root.startTime]]);
+  const tracked = new Map<number, number>(root === undefined ? [] : [[pid, root.startTicks]]);
   let passes = 0;
   let survivors: RecordedProcess[];
   for (;;) {
@@ -110,13 +117,13 @@ export async function reapBestEffort(
       else list.push(child);
     }
     const isTracked = (candidate: number): boolean =>
-      tracked.get(candidate) === processes.get(candidate)?.startTime;
+      tracked.get(candidate) === processes.get(candidate)?.startTicks;
     const queue = [...tracked.keys()].filter(isTracked);
     while (queue.length > 0) {
       const next = queue.pop()!;
       for (const child of children.get(next) ?? []) {
         if (!isTracked(child) && child !== process.pid) {
-          tracked.set(child, processes.get(child)!.startTime);
+          tracked.set(child, processes.get(child)!.startTicks);
           queue.push(child);
         }
       }

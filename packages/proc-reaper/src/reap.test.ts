@@ -5,7 +5,8 @@ import type { GroupKillResult, KillableGroup } from '@karotte/limits';
 import { describe, expect, it } from 'vitest';
 import { ProcReaperError } from './errors.js';
 import type { HelperOutcome } from './in-cohort.js';
-import type { LiveProcess, OwnedScan, WalkResult } from './procfs.js';
+import type { UidProcess, UidWalk } from '@karotte/base';
+import type { OwnedScan } from './procfs.js';
 import { reap, runReap } from './reap.js';
 import type { InitView, ReapEngine } from './reap.js';
 import { confirmedReapRecordSchema, reapRecordSchema } from './record.js';
@@ -16,18 +17,18 @@ interface Script {
   /** One helper outcome per run; the last repeats. */
   helper?: HelperOutcome[];
   /** Kill-sweep walk results in order; the last repeats. */
-  walks?: WalkResult[];
+  walks?: UidWalk[];
   /** Pre-scan results in order; the last repeats. */
   scans?: OwnedScan[];
   init?: (InitView | undefined)[];
   groupLive?: number[][];
 }
 
-function live(...pids: number[]): LiveProcess[] {
+function live(...pids: number[]): UidProcess[] {
   return pids.map((pid) => ({ pid, name: `p${pid}`, state: 'S', nested: false }));
 }
 
-const CLEAN: WalkResult = { alive: [], complete: true, vanished: 0 };
+const CLEAN: UidWalk = { alive: [], complete: true, vanished: 0 };
 const CONFIRMED: HelperOutcome = { status: 'confirmed', rounds: 100 };
 
 function fakeEngine(script: Script) {
@@ -168,8 +169,8 @@ describe('runReap', () => {
   it('kills the group first, then the namespace init, then walks, runs the helper and sweeps', async () => {
     const { engine, log } = fakeEngine({
       init: [
-        { startTime: 9, isForeignInit: true, dead: false },
-        { startTime: 9, isForeignInit: true, dead: true },
+        { startTicks: 9, isForeignInit: true, dead: false },
+        { startTicks: 9, isForeignInit: true, dead: true },
       ],
     });
     const group = fakeGroup(log);
@@ -250,7 +251,7 @@ describe('runReap', () => {
 
   it('does not kill a pid that is not the init of a foreign PID namespace', async () => {
     const { engine, killedPids } = fakeEngine({
-      init: [{ startTime: 1, isForeignInit: false, dead: false }],
+      init: [{ startTicks: 1, isForeignInit: false, dead: false }],
     });
     const record = await runReap(
       { uid: undefined, group: undefined, pidNamespaceInitPid: 300 },
@@ -265,9 +266,9 @@ describe('runReap', () => {
   it('treats a reused init pid (other start time) as the namespace being gone', async () => {
     const { engine, killedPids } = fakeEngine({
       init: [
-        { startTime: 1, isForeignInit: true, dead: false },
-        { startTime: 1, isForeignInit: true, dead: false },
-        { startTime: 2, isForeignInit: true, dead: false },
+        { startTicks: 1, isForeignInit: true, dead: false },
+        { startTicks: 1, isForeignInit: true, dead: false },
+        { startTicks: 2, isForeignInit: true, dead: false },
       ],
     });
     const record = await runReap(
@@ -280,7 +281,7 @@ describe('runReap', () => {
   });
 
   it('reports an init that never dies as unreapable', async () => {
-    const { engine } = fakeEngine({ init: [{ startTime: 1, isForeignInit: true, dead: false }] });
+    const { engine } = fakeEngine({ init: [{ startTicks: 1, isForeignInit: true, dead: false }] });
     const record = await runReap(
       { uid: undefined, group: undefined, pidNamespaceInitPid: 300 },
       OPTIONS,

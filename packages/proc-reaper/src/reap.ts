@@ -12,7 +12,7 @@
 //     SIGKILL pending cannot finish a fork, so fork-and-die relays that no snapshot ever sees
 //     are taken too. It is spawned by root from the harness's own cgroup, so a cohort that
 //     fills its pids.max cannot keep it from starting.
-//  5. a complete /proc sweep by real uid that kills whatever it still finds.
+//  5. a complete /proc sweep by uid (real, effective, saved or fs) that kills whatever it still finds.
 // The pass proves emptiness only when the in-cohort kill ran in THIS pass and the complete
 // sweep after it found nothing (plus: the group has no live member, the namespace init is
 // dead). A clean sweep without a kill that ran before it proves nothing: a cohort that keeps
@@ -24,27 +24,24 @@ import {
   SystemError,
   createMisbehavior,
   escapeForDisplay,
+  isDeadState,
+  isProcessLive,
+  killPid,
   parseOptions,
+  processesOfUid,
+  readProcessStat,
+  readProcessStatus,
   resolveTrustedBinary,
 } from '@karotte/base';
+import type { UidWalk } from '@karotte/base';
 import type { KillableGroup } from '@karotte/limits';
 import { z } from 'zod';
 import { ProcReaperError } from './errors.js';
 import { inCohortArgv, runHelper } from './in-cohort.js';
 import type { HelperOutcome } from './in-cohort.js';
 import { assertCanReap } from './privileges.js';
-import {
-  assertOwnProcfs,
-  isDeadState,
-  isLive,
-  killPid,
-  readPidNamespace,
-  readStat,
-  readStatus,
-  scanOwned,
-  walkUid,
-} from './procfs.js';
-import type { OwnedScan, WalkResult } from './procfs.js';
+import { assertOwnProcfs, readPidNamespace, scanOwned } from './procfs.js';
+import type { OwnedScan } from './procfs.js';
 import type { ConfirmedReapRecord, RecordedProcess } from './record.js';
 
 const MAX_UID = 4_294_967_294;
@@ -130,7 +127,8 @@ type ParsedOptions = z.output<typeof reapOptionsSchema>;
 
 /** What one look at the given PID-namespace init found. */
 export interface InitView {
-  readonly startTime: number;
+  /** Start time in clock ticks since boot: the init is the same process while it is unchanged. */
+  readonly startTicks: number;
   /** Init (pid 1) of a PID namespace other than ours. */
   readonly isForeignInit: boolean;
   readonly dead: boolean;
@@ -140,7 +138,7 @@ export interface InitView {
 export interface ReapEngine {
   now(): number;
   sleep(ms: number): Promise<void>;
-  walk(uid: number): WalkResult;
+  walk(uid: number): UidWalk;
   scanOwned(uid: number): OwnedScan;
   kill(pid: number): boolean;
   runInCohort(): Promise<HelperOutcome>;
@@ -192,12 +190,12 @@ export async function reap(target: ReapTarget, options: ReapOptions = {}): Promi
         // Aborted: checkAbort() right after turns it into ABORTED.
       });
     },
-    walk: (forUid) => walkUid(forUid),
+    walk: (forUid) => processesOfUid(forUid),
     scanOwned: (forUid) => scanOwned(forUid, ownPidNamespace),
     kill: killPid,
     runInCohort: () => runHelper(helperArgv!, parsed.helperTimeoutMs),
     inspectInit: (pid) => inspectInit(pid, ownPidNamespace),
-    liveGroupMembers: async (killable) => (await killable.pids()).filter((pid) => isLive(pid)),
+    liveGroupMembers: async (killable) => (await killable.pids()).filter((pid) => isProcessLive(pid)),
     checkAbort: () => {
       if (abortSignal?.aborted) {
         throw new ProcReaperError('ABORTED', 'reap was aborted; nothing is confirmed', {
@@ -210,13 +208,13 @@ export async function reap(target: ReapTarget, options: ReapOptions = {}): Promi
 }
 
 function inspectInit(pid: number, ownPidNamespace: string): InitView | undefined {
-  const status = readStatus(pid);
-  const stat = readStat(pid);
+  const status = readProcessStatus(pid);
+  const stat = readProcessStat(pid);
   if (status === undefined || stat === undefined) return undefined;
   const namespace = readPidNamespace(pid);
   if (namespace === undefined) return undefined;
   return {
-    startTime: stat.startTime,
+    startTicks: stat.startTicks,
     isForeignInit: status.nsPids.length >= 2 && status.nsPids.at(-1) === 1 && namespace !== ownPidNamespace,
     dead: isDeadState(status.state),
   };
@@ -263,7 +261,7 @@ export async function runReap(
   let passes = 0;
   let initIdentity: number | undefined;
   let initGone = initPid === undefined;
-  let lastWalk: WalkResult | undefined;
+  let lastWalk: UidWalk | undefined;
   let lastGroupLive: number[] = [];
   const note = (problem: string): void => {
     if (problems.size < 32) problems.add(problem);
@@ -284,8 +282,8 @@ export async function runReap(
         initGone = true;
         return;
       }
-      initIdentity = view.startTime;
-    } else if (view.startTime !== initIdentity) {
+      initIdentity = view.startTicks;
+    } else if (view.startTicks !== initIdentity) {
       initGone = true; // the init died and its pid was reused
       return;
     }
@@ -295,7 +293,7 @@ export async function runReap(
   const recheckInit = (): void => {
     if (initPid === undefined || initGone) return;
     const view = engine.inspectInit(initPid);
-    if (view === undefined || view.dead || view.startTime !== initIdentity) initGone = true;
+    if (view === undefined || view.dead || view.startTicks !== initIdentity) initGone = true;
   };
 
   // A group call that never settles (a buggy implementation, a freezer that never freezes)
@@ -312,7 +310,7 @@ export async function runReap(
     }
   };
 
-  const killSweep = (forUid: number): WalkResult => {
+  const killSweep = (forUid: number): UidWalk => {
     let walk = engine.walk(forUid);
     for (let attempt = 1; !walk.complete && attempt < MAX_WALKS_PER_PASS; attempt += 1) {
       incompleteWalks += 1;

@@ -1,10 +1,17 @@
 import { randomInt } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { z } from 'zod';
 import {
   hasSubordinateConflict,
+  identityOf,
+  isDeadState,
   isErrno,
+  isSameProcessAlive,
+  parseJsonStrict,
+  processesOfUid,
   readAccountIds,
+  readProcessStat,
   readSubordinateIds,
   toSystemError,
 } from '@karotte/base';
@@ -37,20 +44,13 @@ export interface AllocateIdentityOptions {
  */
 export const GRADER_UID_RANGE = Object.freeze({ first: 1_900_000_000, count: 100_000_000 });
 
-/** True when any process has `uid` as its real, effective, saved or filesystem uid. */
-async function uidInUse(uid: number): Promise<boolean> {
-  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
-  // Read the status files in parallel batches: a serial walk costs tens of ms on a busy host.
-  for (let i = 0; i < pids.length; i += 128) {
-    const batch = await Promise.all(
-      pids.slice(i, i + 128).map((pid) => readFile(`/proc/${pid}/status`, 'utf8').catch(() => '')),
-    );
-    for (const status of batch) {
-      const line = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
-      if (line !== null && line.slice(1).some((value) => Number(value) === uid)) return true;
-    }
-  }
-  return false;
+/**
+ * True when any process holds `uid` (real, effective, saved or filesystem uid). A walk that
+ * could not read every process counts as "in use": a uid is handed out only when proven free.
+ */
+function uidInUse(uid: number): boolean {
+  const walk = processesOfUid(uid);
+  return !walk.complete || walk.alive.length > 0;
 }
 
 /**
@@ -90,12 +90,12 @@ export async function allocateGraderIdentity(options: AllocateIdentityOptions): 
       if (isErrno(error, 'EEXIST')) continue;
       throw toSystemError(error, `mkdir ${lock}`);
     }
-    if (await uidInUse(uid)) {
+    if (uidInUse(uid)) {
       await rmdir(lock).catch(() => undefined);
       continue;
     }
     // Who holds the uid: recovery after a crash frees only uids whose holder is gone.
-    await writeFile(path.join(lock, 'owner'), `${await ownerStamp(process.pid)}\n`, { mode: 0o600 });
+    await writeFile(path.join(lock, 'owner'), `${ownerStamp()}\n`, { mode: 0o600 });
     return {
       uid,
       gid: uid,
@@ -107,21 +107,33 @@ export async function allocateGraderIdentity(options: AllocateIdentityOptions): 
   throw new GraderError('SETUP_FAILED', 'could not find a free grader uid in 32 attempts');
 }
 
-/** `<pid> <start time in clock ticks>`: a pid plus its start time names one process forever. */
-async function ownerStamp(pid: number): Promise<string> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Field 22 (starttime), counted after the last ')' (the command name may contain spaces).
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return `${pid} ${fields[19] ?? '0'}`;
+/** The lock's owner stamp: the holder's process identity (pid, start ticks, boot id), as JSON. */
+function ownerStamp(): string {
+  const identity = identityOf(process.pid);
+  if (identity === undefined) throw new GraderError('SETUP_FAILED', 'cannot read /proc/self/stat');
+  return JSON.stringify(identity);
 }
 
-/** True when the process a stamp names is still the same live process. */
-export async function stampAlive(stamp: string): Promise<boolean> {
-  const pid = Number(stamp.split(' ')[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    return (await ownerStamp(pid)) === stamp.trim();
-  } catch {
-    return false;
+const ownerStampSchema = z.strictObject({
+  pid: z.number().int().positive(),
+  startTicks: z.number().int().nonnegative(),
+  bootId: z.string().min(1).max(64),
+});
+
+/**
+ * True when the process a stamp names is still the same live process. A stamp of an earlier
+ * version (`<pid> <start ticks>`, no boot id) is still read, as of this boot: that errs toward
+ * "alive", so a running older grader's uid is never freed under it.
+ */
+export function stampAlive(stamp: string): boolean {
+  const text = stamp.trim();
+  const legacy = /^(\d+) (\d+)$/.exec(text);
+  if (legacy !== null) {
+    const stat = readProcessStat(Number(legacy[1]));
+    return stat !== undefined && stat.startTicks === Number(legacy[2]) && !isDeadState(stat.state);
   }
+  const parsed = parseJsonStrict(text, { maxDepth: 1, maxStringLength: 64 });
+  if (!parsed.ok) return false;
+  const owner = ownerStampSchema.safeParse(parsed.value);
+  return owner.success && isSameProcessAlive(owner.data);
 }

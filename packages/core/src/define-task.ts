@@ -91,7 +91,6 @@ export function defineTask(definition: TaskDefinition): Task {
     instructions: step.instructions,
     submission: step.submission,
     graderScript: undefined,
-    graderTimeoutMs: undefined,
     judge: step.judge,
     passThreshold: step.passThreshold ?? passThreshold,
   }));

@@ -191,6 +191,38 @@ describe('multi-step tasks defined in code', () => {
   }, 180_000);
 });
 
+describe('judges resolved when the task loads', () => {
+  it("a task's grader.timeoutMs bounds its grader: past it the run fails with TIMEOUT, score 0", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-core-timeout-'));
+    made.push(dir);
+    fs.chmodSync(dir, 0o755);
+    fs.writeFileSync(
+      path.join(dir, 'task.json'),
+      JSON.stringify({
+        id: 'slow-grader',
+        instructions: 'Write 1 to answer.txt.',
+        submission: ['answer.txt'],
+        grader: { script: 'grade.mjs', timeoutMs: 1000 },
+      }),
+    );
+    // A grader that would score 1 if it were given the time.
+    fs.writeFileSync(
+      path.join(dir, 'grade.mjs'),
+      "import fs from 'node:fs';\nawait new Promise((r) => setTimeout(r, 30_000));\nfs.writeFileSync(process.env.KAROTTE_SCORE_FILE, JSON.stringify({ score: 1 }));\n",
+    );
+    const task = await loadTask(dir);
+    const result = await runEpisode(task, createReplayAgent([bash('echo 1 > answer.txt')]), {
+      outDir: outDir(),
+      createWorld: createSandboxWorld,
+    });
+    expect(result.error).toBeNull();
+    expect(result).toMatchObject({ status: 'failed', score: 0 });
+    const verdict = result.steps[0]?.verdict;
+    expect(verdict?.judge?.failure?.reason).toBe('TIMEOUT');
+    expect(verdict?.timings.judgeMs).toBeLessThan(20_000);
+  }, 120_000);
+});
+
 describe('faults and limits outside the student', () => {
   async function twoSteps() {
     const { createFunctionJudge } = await import('@karotte/grader');

@@ -1,13 +1,6 @@
 import path from 'node:path';
 import { createMisbehavior, escapeForDisplay, KarotteError, type MisbehaviorRecord } from '@karotte/base';
-import {
-  collectAndGrade,
-  createExecutableJudge,
-  preflightJudge,
-  type Judge,
-  type LimitHit,
-  type Verdict,
-} from '@karotte/grader';
+import { collectAndGrade, preflightJudge, type Judge, type LimitHit, type Verdict } from '@karotte/grader';
 import {
   DEFAULT_COMMAND_TIMEOUT_MS,
   DEFAULT_EPISODE_WALL_TIME_MS,
@@ -593,9 +586,9 @@ export class Episode {
     };
   }
 
-  /** The step's judge, made once (the caller's `judgeFor`, the step's own, or its grader script). */
+  /** The step's judge, chosen once (the caller's `judgeFor`, else the one the task resolved when it loaded). */
   private judgeOf(step: TaskStep, index: number): Judge {
-    this.judges[index] ??= this.options.judgeFor?.(step, index) ?? step.judge ?? defaultJudge(step);
+    this.judges[index] ??= this.options.judgeFor?.(step, index) ?? step.judge;
     return this.judges[index];
   }
 
@@ -742,14 +735,4 @@ function createMisbehaviorCopy(m: Verdict['misbehavior'][number]): MisbehaviorRe
   return m.path === undefined
     ? { code: m.code, message: m.message }
     : { code: m.code, message: m.message, path: m.path };
-}
-
-function defaultJudge(step: TaskStep): Judge {
-  if (step.graderScript === undefined) {
-    throw new CoreError('INVALID_TASK', 'the step has neither a judge nor a grader script', {
-      field: 'grader',
-    });
-  }
-  // An unset grader timeout is the executable judge's own default (10 min).
-  return createExecutableJudge({ program: step.graderScript, timeoutMs: step.graderTimeoutMs });
 }

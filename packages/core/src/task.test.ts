@@ -44,11 +44,10 @@ describe('loadTask', () => {
     const task = await loadTask(dir);
     expect(task.id).toBe('quarterly-revenue');
     expect(task.steps).toHaveLength(1);
-    expect(task.steps[0]).toMatchObject({
-      submission: ['answer.txt'],
-      graderTimeoutMs: 5000,
-      passThreshold: 1,
-    });
+    expect(task.steps[0]).toMatchObject({ submission: ['answer.txt'], passThreshold: 1 });
+    // The judge is resolved when the task loads (its timeout is checked by a real episode in
+    // episode.integration.test.ts: a grader past grader.timeoutMs fails with TIMEOUT).
+    expect(task.steps[0]!.judge).toMatchObject({ kind: 'executable', name: 'executable:grade.mjs' });
     expect(task.steps[0]!.graderScript).toBe(path.join(fs.realpathSync(dir), 'grade.mjs'));
     expect(task.studentDir).toBeDefined();
     expect(task.hiddenDir).toBeDefined();

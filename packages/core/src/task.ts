@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { readJsonFile } from '@karotte/base';
-import type { Judge } from '@karotte/grader';
+import { createExecutableJudge, type Judge } from '@karotte/grader';
 import { CoreError } from './errors.js';
 import { taskFileSchema, type TaskFile, type TaskLimits } from './task-schema.js';
 
@@ -12,11 +12,17 @@ export const MAX_TASK_FILE_BYTES = 1024 * 1024;
 export interface TaskStep {
   readonly instructions: string;
   readonly submission: readonly string[];
-  /** Absolute path of the grader script (a regular file inside the task directory), when the step has one. */
+  /**
+   * Absolute path of the grader script (a regular file inside the task directory), when the
+   * step has one: hidden from the student. The step's judge already runs it.
+   */
   readonly graderScript: string | undefined;
-  /** A judge given in code by {@link defineTask}; takes precedence over `graderScript`. */
-  readonly judge?: Judge;
-  readonly graderTimeoutMs: number | undefined;
+  /**
+   * How the step is graded, resolved when the task is loaded: the judge given in code by
+   * {@link defineTask}, or an executable judge of `grader.script` (which owns the grader's
+   * timeout: `grader.timeoutMs`, else the judge's own default).
+   */
+  readonly judge: Judge;
   readonly passThreshold: number;
 }
 
@@ -61,11 +67,15 @@ export async function loadTask(taskDir: string): Promise<Task> {
   const steps: TaskStep[] = [];
   for (const [index, step] of stepFiles.entries()) {
     const field = file.steps === undefined ? 'grader.script' : `steps[${index}].grader.script`;
+    const graderScript = await regularFileInside(dir, step.grader.script, field);
     steps.push({
       instructions: step.instructions,
       submission: step.submission,
-      graderScript: await regularFileInside(dir, step.grader.script, field),
-      graderTimeoutMs: step.grader.timeoutMs,
+      graderScript,
+      judge: createExecutableJudge({
+        program: graderScript,
+        ...(step.grader.timeoutMs === undefined ? {} : { timeoutMs: step.grader.timeoutMs }),
+      }),
       passThreshold: step.passThreshold ?? passThreshold,
     });
   }

@@ -13,10 +13,18 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { hasSubordinateConflict, readAccountIds, readSubordinateIds } from '@karotte/base';
+import {
+  bootId,
+  hasSubordinateConflict,
+  identityOf,
+  isSameProcessAlive,
+  processesOfUid,
+  readAccountIds,
+  readProcessStat,
+  readSubordinateIds,
+} from '@karotte/base';
 import type { SubordinateRange } from '@karotte/base';
 import { SandboxError } from './errors.js';
-import { bootId, isSameProcessAlive, processesOfUid, readProcess } from './procfs.js';
 import { ensureRootOnlyDir } from './state-dir.js';
 
 /** The record in a uid lock file: who holds the uid, so a dead holder's leftovers can be reclaimed. */
@@ -81,7 +89,11 @@ function readLease(file: string): LeaseRecord | undefined {
 function isLeaseStale(record: LeaseRecord | undefined, currentBoot: string): boolean {
   if (record === undefined) return true;
   if (record.bootId !== currentBoot) return true;
-  return !isSameProcessAlive(record.ownerPid, record.ownerStartTime);
+  return !isSameProcessAlive({
+    pid: record.ownerPid,
+    startTicks: record.ownerStartTime,
+    bootId: record.bootId,
+  });
 }
 
 /** Every lease in the state dir, with whether its owner is gone. */
@@ -166,7 +178,7 @@ function removeOrphanDrafts(dir: string): void {
   }
   for (const name of names) {
     const match = /^\d+\.lock\.draft-(\d+)-[0-9a-f]+$/.exec(name);
-    if (match === null || readProcess(Number(match[1])) !== undefined) continue;
+    if (match === null || readProcessStat(Number(match[1])) !== undefined) continue;
     rmSync(path.join(dir, name), { force: true });
   }
 }
@@ -192,13 +204,13 @@ export async function allocateIdentity(options: AllocateOptions): Promise<Identi
       cause: error,
     });
   }
-  const me = readProcess(process.pid);
+  const me = identityOf(process.pid);
   const record: LeaseRecord = {
     uid: 0,
     sandboxId,
     ownerPid: process.pid,
-    ownerStartTime: me?.startTime ?? 0,
-    bootId: bootId(),
+    ownerStartTime: me?.startTicks ?? 0,
+    bootId: me?.bootId ?? bootId(),
     createdAt: new Date().toISOString(),
   };
   // Start at a random slot so concurrent allocators rarely collide on the same lock file.
@@ -233,8 +245,10 @@ export async function allocateIdentity(options: AllocateOptions): Promise<Identi
     } finally {
       rmSync(draft, { force: true });
     }
-    // A uid with live processes belongs to someone else (or to a leak we did not make): skip it.
-    if (processesOfUid(uid).length > 0) {
+    // A uid with live processes belongs to someone else (or to a leak we did not make): skip
+    // it; so is one whose walk could not read every process (never proven free).
+    const walk = processesOfUid(uid);
+    if (!walk.complete || walk.alive.length > 0) {
       rmSync(file, { force: true });
       continue;
     }

@@ -14,7 +14,16 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { BadArgumentError, parseMountInfo, parseOptions, resolveTrustedBinary } from '@karotte/base';
+import {
+  BadArgumentError,
+  bootId,
+  isSameProcessAlive,
+  killPid,
+  parseMountInfo,
+  parseOptions,
+  processesOfUid,
+  resolveTrustedBinary,
+} from '@karotte/base';
 import {
   allowListLinkExists,
   defaultSandboxAddress,
@@ -52,7 +61,6 @@ import {
   type ParsedSandboxOptions,
   type SandboxOptions,
 } from './options.js';
-import { isSameProcessAlive, processesOfUid } from './procfs.js';
 import {
   createLimits,
   reapStudent,
@@ -140,6 +148,8 @@ const manifestSchema = z
     uid: z.number().int(),
     initPid: z.number().int(),
     initStartTime: z.number().int(),
+    /** The boot the init ran in; absent in manifests of earlier versions (read as this boot). */
+    initBootId: z.string().min(1).max(64).optional(),
     veth: z.object({ hostEnd: z.string(), peerNetns: z.string().nullable() }).strict().nullable(),
   })
   .strict();
@@ -271,7 +281,11 @@ async function reclaimDeadSandbox(
   if (
     manifest !== undefined &&
     manifest.initPid > 1 &&
-    isSameProcessAlive(manifest.initPid, manifest.initStartTime)
+    isSameProcessAlive({
+      pid: manifest.initPid,
+      startTicks: manifest.initStartTime,
+      bootId: manifest.initBootId ?? bootId(),
+    })
   ) {
     try {
       process.kill(manifest.initPid, 'SIGKILL');
@@ -475,7 +489,8 @@ class SandboxImpl implements Sandbox {
       sandboxId: this.id,
       uid: this.uid,
       initPid: this.world?.initPid ?? 0,
-      initStartTime: this.world?.initStartTime ?? 0,
+      initStartTime: this.world?.initIdentity?.startTicks ?? 0,
+      ...(this.world?.initIdentity === undefined ? {} : { initBootId: this.world.initIdentity.bootId }),
       veth:
         this.veth === undefined
           ? null
@@ -709,16 +724,10 @@ class SandboxImpl implements Sandbox {
   private async waitForNoStudentProcess(timeoutMs: number): Promise<void> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
-      const left = processesOfUid(this.uid);
+      const left = processesOfUid(this.uid).alive;
       if (left.length === 0 || performance.now() > deadline) return;
-      for (const info of left) {
-        if (!isSameProcessAlive(info.pid, info.startTime)) continue;
-        try {
-          process.kill(info.pid, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }
+      // Listed by this very walk: a pid reused since would have to be reused within it.
+      for (const { pid } of left) killPid(pid);
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
@@ -898,11 +907,7 @@ class SandboxImpl implements Sandbox {
       leftovers.push(`reaping failed: ${error instanceof Error ? error.message : String(error)}`);
       await this.world?.stop();
     }
-    if (
-      this.world !== undefined &&
-      this.world.initPid > 0 &&
-      isSameProcessAlive(this.world.initPid, this.world.initStartTime)
-    ) {
+    if (this.world?.initIdentity !== undefined && isSameProcessAlive(this.world.initIdentity)) {
       leftovers.push(`the namespace init ${this.world.initPid} is still alive`);
     }
     // Independent of each other once every process is gone: IPC objects, group and quota, veth.
@@ -923,7 +928,12 @@ class SandboxImpl implements Sandbox {
     else leftovers.push(`removing the group and quota failed: ${errorText(removal.reason)}`);
     if (vethLeft.status === 'rejected') leftovers.push(`removing veth failed: ${errorText(vethLeft.reason)}`);
     else if (vethLeft.value && veth !== undefined) leftovers.push(`veth ${veth.hostEnd} still exists`);
-    if (processesOfUid(this.uid).length > 0) leftovers.push(`processes of uid ${this.uid} are alive`);
+    const walk = processesOfUid(this.uid);
+    if (walk.alive.length > 0) leftovers.push(`processes of uid ${this.uid} are alive`);
+    else if (!walk.complete)
+      leftovers.push(
+        `the processes of uid ${this.uid} could not be listed: ${walk.problem ?? 'incomplete walk'}`,
+      );
     // Any mount at or below the working directory is left over (its mount point decoded, so a
     // path with a space is seen too); the sandbox's own mounts live in its namespace.
     const workDir = this.workDir;

@@ -2,9 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
-import { BadArgumentError } from '@karotte/base';
+import { BadArgumentError, identityOf, isSameProcessAlive, readProcessStat } from '@karotte/base';
+import type { ProcessIdentity, ProcessStat } from '@karotte/base';
 import { OutputCapture, TokenScanner } from './output.js';
-import { childrenOf, isSameProcessAlive, processesOfUid, readProcess, type ProcessInfo } from './procfs.js';
+import { childrenOf, processStatsOfUid } from './procfs.js';
 import { SHELL_SCRIPT } from './scripts.js';
 import type { World } from './world.js';
 import { ROOT_ENV, WorldGoneError } from './world.js';
@@ -82,7 +83,8 @@ interface Session {
   /** The marker channel hit EOF: the shell exited, or closed the channel and must be replaced. */
   markerEof: boolean;
   bashPid: number;
-  bashStartTime: number;
+  /** The bash's identity once found (the guard against a reused pid when it is killed). */
+  bashIdentity: ProcessIdentity | undefined;
   /** The shell wrote `R`: it is about to read its first command. Before that, it read none. */
   ready: boolean;
 }
@@ -181,7 +183,7 @@ export class PersistentShell {
       broken: undefined,
       markerEof: false,
       bashPid: 0,
-      bashStartTime: 0,
+      bashIdentity: undefined,
       ready: false,
     };
     child.on('error', () => {
@@ -486,7 +488,7 @@ export class PersistentShell {
     const [pid] = childrenOf(session.child.pid);
     if (pid === undefined) return;
     session.bashPid = pid;
-    session.bashStartTime = readProcess(pid)?.startTime ?? 0;
+    session.bashIdentity = identityOf(pid);
   }
 
   /**
@@ -500,10 +502,10 @@ export class PersistentShell {
     this.findBash(session);
     const deadline = performance.now() + budgetMs;
     for (;;) {
-      const all = processesOfUid(this.options.uid);
+      const all = processStatsOfUid(this.options.uid);
       const byPid = new Map(all.map((info) => [info.pid, info]));
-      const predates = (info: ProcessInfo): boolean => before.has(`${info.pid}:${info.startTime}`);
-      const forkedByEarlierJob = (info: ProcessInfo): boolean => {
+      const predates = (info: ProcessStat): boolean => before.has(`${info.pid}:${info.startTicks}`);
+      const forkedByEarlierJob = (info: ProcessStat): boolean => {
         // Up the parent chain within the uid (bounded: a chain cannot be longer than the set).
         let current = byPid.get(info.ppid);
         for (let hops = 0; current !== undefined && hops < all.length; hops += 1) {
@@ -536,7 +538,7 @@ export class PersistentShell {
     if (session === undefined) return;
     this.findBash(session);
     let killedInside = false;
-    if (session.bashPid !== 0 && isSameProcessAlive(session.bashPid, session.bashStartTime)) {
+    if (session.bashIdentity !== undefined && isSameProcessAlive(session.bashIdentity)) {
       try {
         process.kill(session.bashPid, 'SIGKILL');
         killedInside = true;
@@ -603,8 +605,8 @@ function snapshot(uid: number): Set<string> {
     } catch {
       continue;
     }
-    const info = readProcess(Number(name));
-    if (info) out.add(`${info.pid}:${info.startTime}`);
+    const info = readProcessStat(Number(name));
+    if (info) out.add(`${info.pid}:${info.startTicks}`);
   }
   return out;
 }

@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { identityOf, isSameProcessAlive } from '@karotte/base';
+import type { ProcessIdentity } from '@karotte/base';
 import { SandboxError } from './errors.js';
 import type { SandboxBinaries } from './binaries.js';
 import { mountViolations } from './mounts.js';
-import { childrenOf, isSameProcessAlive, isSameProcessLiving, readProcess } from './procfs.js';
+import { childrenOf, isSameProcessLiving } from './procfs.js';
 import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT } from './scripts.js';
 
 /**
@@ -50,9 +52,10 @@ export interface WorldOptions {
  */
 export class World {
   private holder: ChildProcess | undefined;
-  /** Host pid of the namespace's PID 1 and its start time (pid reuse guard). */
+  /** Host pid of the namespace's PID 1. */
   initPid = 0;
-  initStartTime = 0;
+  /** Its identity (pid, start ticks, boot): the guard against a reused pid. */
+  initIdentity: ProcessIdentity | undefined;
   holderPid = 0;
   private exited = false;
 
@@ -172,7 +175,7 @@ export class World {
       );
     }
     this.initPid = children[0]!;
-    this.initStartTime = readProcess(this.initPid)?.startTime ?? 0;
+    this.initIdentity = identityOf(this.initPid);
     this.verifyMounts();
   }
 
@@ -215,7 +218,7 @@ export class World {
 
   /** True while the namespace's init lives and is not on its way out (exiting, SIGKILL pending). */
   alive(): boolean {
-    return !this.exited && this.initPid > 0 && isSameProcessLiving(this.initPid, this.initStartTime);
+    return !this.exited && this.initIdentity !== undefined && isSameProcessLiving(this.initIdentity);
   }
 
   /**
@@ -259,7 +262,7 @@ export class World {
    * harness pipe. Idempotent; safe when start() failed half-way.
    */
   async stop(timeoutMs = 5000): Promise<void> {
-    if (this.initPid > 0 && isSameProcessAlive(this.initPid, this.initStartTime)) {
+    if (this.initIdentity !== undefined && isSameProcessAlive(this.initIdentity)) {
       try {
         process.kill(this.initPid, 'SIGKILL');
       } catch {
@@ -285,8 +288,8 @@ export class World {
     }
     const deadline = Date.now() + timeoutMs;
     while (
-      this.initPid > 0 &&
-      isSameProcessAlive(this.initPid, this.initStartTime) &&
+      this.initIdentity !== undefined &&
+      isSameProcessAlive(this.initIdentity) &&
       Date.now() < deadline
     ) {
       await new Promise((resolve) => setTimeout(resolve, 10));

@@ -1,20 +1,9 @@
-import { commands, type CommandContext } from './commands.js';
+import { commands } from './commands.js';
+import type { CommandContext, Io } from './commands/command.js';
 import { VERSION } from './version.js';
 
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 import { UsageError } from './args.js';
-
-/** Where output goes; `isTTY` and `columns` (as process.stdout has them) size tables and lines. */
-interface OutputStream {
-  write(chunk: string): unknown;
-  readonly isTTY?: boolean;
-  readonly columns?: number;
-}
-
-export interface Io {
-  readonly stdout: OutputStream;
-  readonly stderr: OutputStream;
-}
 
 function usage(): string {
   const width = Math.max(...Object.keys(commands).map((name) => name.length));

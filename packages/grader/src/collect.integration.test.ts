@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { killUid, pidsOfUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
 import { collectAndGrade } from './collect.js';
-import type { SubmissionCollector } from './collect.js';
+import type { SubmissionCollector } from './collector.js';
 import { createDefaultCollector } from './default-collector.js';
 import { createExecutableJudge } from './judges/executable.js';
 import { verdictSchema } from './verdict.js';

@@ -1,7 +1,7 @@
 import { createMisbehavior, SystemError } from '@karotte/base';
 import { describe, expect, it } from 'vitest';
 import { collectAndGrade } from './collect.js';
-import type { CollectorCustody, CollectorReap, SubmissionCollector } from './collect.js';
+import type { CollectorCustody, CollectorReap, SubmissionCollector } from './collector.js';
 import { createFunctionJudge } from './judges/function.js';
 import { verdictSchema } from './verdict.js';
 

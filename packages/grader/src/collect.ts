@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { createMisbehavior, escapeForDisplay, misbehaviorRecordSchema, parseOptions } from '@karotte/base';
-import type { JsonValue, MisbehaviorRecord } from '@karotte/base';
 import type { KillableGroup } from '@karotte/limits';
 import { z } from 'zod';
+import type { CollectorCustody, MisbehaviorEntry, StudentHandle, SubmissionCollector } from './collector.js';
 import { createDefaultCollector } from './default-collector.js';
 import { elapsed, evaluateJudge, faultFromError } from './judge.js';
 import type { Judge } from './judge.js';
@@ -17,74 +17,6 @@ import type {
   ReclaimSummary,
   Verdict,
 } from './verdict.js';
-
-/** A misbehavior record as the primitives' zod schemas produce it. */
-type MisbehaviorEntry = MisbehaviorRecord | z.infer<typeof misbehaviorRecordSchema>;
-
-/** The student whose submission is collected. */
-export interface StudentHandle {
-  /** The student's uid (>= 1000). */
-  readonly uid: number;
-  /** The episode's cgroup group, for an atomic kill. */
-  readonly group?: KillableGroup | undefined;
-  /** Pid (in our namespace) of the init of the student's pid namespace, if it has one. */
-  readonly pidNamespaceInitPid?: number | undefined;
-  /** The student's working directory; submission paths are relative to it. */
-  readonly workDir: string;
-}
-
-/** What reaping found. */
-export interface CollectorReap {
-  readonly confirmed: boolean;
-  readonly mechanism: string | null;
-  readonly killed: number | null;
-  readonly survivors: readonly number[];
-  /** The reaper's own record, as JSON. */
-  readonly record: JsonValue;
-  /** `UNREAPABLE` and the like. */
-  readonly misbehavior: readonly MisbehaviorEntry[];
-}
-
-/** What reclaiming found. */
-export interface CollectorReclaim {
-  readonly ok: boolean;
-  readonly record: JsonValue;
-  readonly misbehavior: readonly MisbehaviorEntry[];
-}
-
-/** The custody copy. */
-export interface CollectorCustody {
-  /** Root-only directory holding the copies at the same relative paths; null when refused. */
-  readonly dir: string | null;
-  readonly entries: CustodySummary['entries'];
-  readonly missing: readonly string[];
-  readonly totalBytes: number;
-  /** Symlinks, FIFOs, budget overruns, ... */
-  readonly misbehavior: readonly MisbehaviorEntry[];
-  /** The full manifest, as JSON. */
-  readonly manifest: JsonValue;
-  /** Remove the custody directory. */
-  dispose(): Promise<void>;
-}
-
-/**
- * The seam between grading and the primitives that collect a submission: reap (proc-reaper),
- * reclaim (proc-reaper and file-guard) and custody (file-guard). `createDefaultCollector()`
- * assembles the real ones; tests and unusual hosts may supply their own. A method throws only
- * for host faults; everything the student caused is data (`misbehavior`).
- */
-export interface SubmissionCollector {
-  reap(student: StudentHandle, options: { readonly abortSignal: AbortSignal }): Promise<CollectorReap>;
-  reclaim(
-    student: StudentHandle,
-    options: { readonly roots: readonly string[]; readonly abortSignal: AbortSignal },
-  ): Promise<CollectorReclaim>;
-  takeCustody(
-    student: StudentHandle,
-    submission: readonly string[],
-    options: { readonly abortSignal: AbortSignal },
-  ): Promise<CollectorCustody>;
-}
 
 const relativePath = z
   .string()

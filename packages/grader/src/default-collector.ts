@@ -11,7 +11,7 @@ import type {
   CollectorReclaim,
   StudentHandle,
   SubmissionCollector,
-} from './collect.js';
+} from './collector.js';
 import type { NetworkCheck } from './verdict.js';
 import type { JsonValue } from '@karotte/base';
 

@@ -6,15 +6,14 @@ export {
   collectAndGradeOptionsSchema,
   gradeOptionsSchema,
 } from './collect.js';
+export type { CollectAndGradeOptions, GradeOptions } from './collect.js';
 export type {
-  CollectAndGradeOptions,
-  GradeOptions,
   StudentHandle,
   SubmissionCollector,
   CollectorReap,
   CollectorReclaim,
   CollectorCustody,
-} from './collect.js';
+} from './collector.js';
 export {
   createDefaultCollector,
   createSandboxCollector,

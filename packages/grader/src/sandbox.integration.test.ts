@@ -8,7 +8,7 @@ import { createSandbox } from '@karotte/sandbox';
 import type { Sandbox } from '@karotte/sandbox';
 import { pidsOfUid, tempDir } from '../../../test/support/index.js';
 import { collectAndGrade } from './collect.js';
-import type { SubmissionCollector } from './collect.js';
+import type { SubmissionCollector } from './collector.js';
 import { createSandboxCollector, networkCheckFromSandbox, studentFromSandbox } from './default-collector.js';
 import { createExecutableJudge } from './judges/executable.js';
 import { verdictSchema } from './verdict.js';

@@ -1,6 +1,6 @@
 import process from 'node:process';
 import { checkHost, type HostCheck } from '@karotte/core';
-import type { Command } from '../commands.js';
+import type { Command } from './command.js';
 import { listenForTermination } from '../signals.js';
 import { parseFlags } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';

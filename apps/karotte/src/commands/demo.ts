@@ -1,7 +1,7 @@
 import path from 'node:path';
 import process from 'node:process';
 import { loadTask, recoverLeftovers } from '@karotte/core';
-import type { Command } from '../commands.js';
+import type { Command } from './command.js';
 import { listenForTermination } from '../signals.js';
 import { parseFlags } from '../args.js';
 import { appWorld, DEMO_PLAN, EXAMPLES_DIR } from '../examples.js';

@@ -1,6 +1,6 @@
 import process from 'node:process';
 import { CoreError, loadTask, recoverLeftovers } from '@karotte/core';
-import type { Command } from '../commands.js';
+import type { Command } from './command.js';
 import { listenForTermination } from '../signals.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';

@@ -8,7 +8,7 @@ import {
   recoverLeftovers,
   runEpisode,
 } from '@karotte/core';
-import type { Command } from '../commands.js';
+import type { Command } from './command.js';
 import { listenForTermination } from '../signals.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';

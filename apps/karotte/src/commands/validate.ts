@@ -1,5 +1,5 @@
 import { CoreError, loadTask } from '@karotte/core';
-import type { Command } from '../commands.js';
+import type { Command } from './command.js';
 import { parseFlags } from '../args.js';
 import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 

@@ -1,6 +1,14 @@
 import { lstat, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { escapeForDisplay, isErrno, parseMountInfo, parseOptions, resolveTrustedBinary } from '@karotte/base';
+import {
+  escapeForDisplay,
+  isErrno,
+  killPid,
+  parseMountInfo,
+  parseOptions,
+  processesOfUid,
+  resolveTrustedBinary,
+} from '@karotte/base';
 import { z } from 'zod';
 import { GraderError } from './errors.js';
 import { isWithin, runTrusted } from './runner/mounts.js';
@@ -57,17 +65,6 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-async function pidsOf(uid: number): Promise<number[]> {
-  const out: number[] = [];
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
-    const ids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
-    if (ids?.slice(1).some((value) => Number(value) === uid) === true) out.push(Number(name));
-  }
-  return out;
-}
-
 /** Directories named `prefix*` under `root`, at most `depth` levels down, never following links. */
 async function findDirs(root: string, prefix: string, depth: number): Promise<string[]> {
   const out: string[] = [];
@@ -97,12 +94,7 @@ async function killCgroup(dir: string, killed: Set<number>): Promise<void> {
   );
   const procs = await readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
   for (const pid of procs.split('\n').filter(Boolean).map(Number)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-      killed.add(pid);
-    } catch {
-      // gone
-    }
+    if (killPid(pid)) killed.add(pid);
   }
   if (frozen) await writeFile(freezer, 'THAWED\n').catch(() => undefined);
   await writeFile(path.join(dir, 'cgroup.kill'), '1\n').catch(() => undefined);
@@ -164,15 +156,10 @@ async function recoverUid(
   const deadline = Date.now() + 10_000;
   for (;;) {
     for (const dir of cgroups) await killCgroup(dir, killed);
-    for (const pid of await pidsOf(uid)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-        killed.add(pid);
-      } catch {
-        // gone
-      }
-    }
-    const left = (await pidsOf(uid)).length;
+    for (const { pid } of processesOfUid(uid).alive) if (killPid(pid)) killed.add(pid);
+    // A walk that could not read every process proves nothing: it counts as one left.
+    const walk = processesOfUid(uid);
+    const left = walk.alive.length + (walk.complete ? 0 : 1);
     const members = (
       await Promise.all(
         cgroups.map((dir) => readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '')),

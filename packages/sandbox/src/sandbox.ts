@@ -287,11 +287,7 @@ async function reclaimDeadSandbox(
       bootId: manifest.initBootId ?? bootId(),
     })
   ) {
-    try {
-      process.kill(manifest.initPid, 'SIGKILL');
-    } catch {
-      // gone
-    }
+    killPid(manifest.initPid);
   }
   await recoverLimitLeftovers();
   const record2 = await reapStudent({ uid, limits: undefined, initPid: undefined, deadlineMs: 30_000 });

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
-import { BadArgumentError, identityOf, isSameProcessAlive, readProcessStat } from '@karotte/base';
+import { BadArgumentError, identityOf, isSameProcessAlive, killPid, readProcessStat } from '@karotte/base';
 import type { ProcessIdentity, ProcessStat } from '@karotte/base';
 import { OutputCapture, TokenScanner } from './output.js';
 import { childrenOf, processStatsOfUid } from './procfs.js';
@@ -519,13 +519,7 @@ export class PersistentShell {
         (info) => info.pid !== session.bashPid && !predates(info) && !forkedByEarlierJob(info),
       );
       if (victims.length === 0) return;
-      for (const victim of victims) {
-        try {
-          process.kill(victim.pid, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }
+      for (const victim of victims) killPid(victim.pid);
       // Every pass kills what it found; the budget only bounds how many passes follow.
       if (performance.now() > deadline) return;
       await new Promise((resolve) => setTimeout(resolve, 5));
@@ -539,12 +533,7 @@ export class PersistentShell {
     this.findBash(session);
     let killedInside = false;
     if (session.bashIdentity !== undefined && isSameProcessAlive(session.bashIdentity)) {
-      try {
-        process.kill(session.bashPid, 'SIGKILL');
-        killedInside = true;
-      } catch {
-        // gone
-      }
+      killedInside = killPid(session.bashPid);
     }
     // nsenter, outside the PID namespace, is the shell's parent: it reaps the shell and exits.
     // Killed first, it would leave the shell a zombie for the host's init to reap whenever it

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { identityOf, isSameProcessAlive } from '@karotte/base';
+import { identityOf, isSameProcessAlive, killPid } from '@karotte/base';
 import type { ProcessIdentity } from '@karotte/base';
 import { SandboxError } from './errors.js';
 import type { SandboxBinaries } from './binaries.js';
@@ -263,11 +263,7 @@ export class World {
    */
   async stop(timeoutMs = 5000): Promise<void> {
     if (this.initIdentity !== undefined && isSameProcessAlive(this.initIdentity)) {
-      try {
-        process.kill(this.initPid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
+      killPid(this.initPid);
     }
     const holder = this.holder;
     if (holder) {

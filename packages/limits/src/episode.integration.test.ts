@@ -7,6 +7,7 @@ import path from 'node:path';
 import { build } from 'esbuild';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { identityOf, MiB } from '@karotte/base';
+import { rawText } from '../../../scripts/tsup-raw-text.mjs';
 import { killUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
 import { createEpisodeLimits } from './episode.js';
 import type { EpisodeLimits } from './episode.js';
@@ -137,6 +138,8 @@ async function bundleChild(dir: string): Promise<string> {
     target: 'node22',
     outfile,
     alias: { '@karotte/base': path.join(import.meta.dirname, '..', '..', 'base', 'src', 'index.ts') },
+    // The package's programs (`./programs/x.sh?raw`), inlined as its own build does.
+    plugins: [rawText()],
     banner: {
       js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
     },

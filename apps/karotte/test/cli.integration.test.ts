@@ -558,7 +558,17 @@ describe("relative paths are the caller's (npm run --silent karotte from another
     );
     expect(child.status).toBe(0);
     const { result } = readOut(path.join(cwd, 'runs', 'first'));
-    expect(result).toMatchObject({ taskId: 'quarterly-revenue', status: 'passed', score: 1 });
+    // On a failure, say why: the misbehavior and the verdicts' failures, not only the status.
+    const why = JSON.stringify({
+      misbehavior: result['misbehavior'],
+      error: result['error'],
+      steps: result['steps'],
+    });
+    expect(result, why.slice(0, 4000)).toMatchObject({
+      taskId: 'quarterly-revenue',
+      status: 'passed',
+      score: 1,
+    });
     expect(child.stdout).toContain(`-> ${path.join(cwd, 'runs', 'first', 'result.json')}`);
     expect(fs.existsSync(path.join(root, 'runs'))).toBe(false);
   });

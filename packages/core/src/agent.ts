@@ -1,3 +1,4 @@
+import fs from 'node:fs/promises';
 import { z } from 'zod';
 import { parseOptions, readJsonFile } from '@karotte/base';
 import { CoreError } from './errors.js';
@@ -41,7 +42,15 @@ export function createReplayAgent(messages: readonly AssistantMessage[]): Agent 
 
 /** Read and validate a replay file. Invalid files are `INVALID_REPLAY` errors naming the field. */
 export async function loadReplay(file: string): Promise<AssistantMessage[]> {
-  const read = await readJsonFile(file, {
+  // The replay is the operator's own file (never the student's): a symlink to it is followed,
+  // as it always was; the target is then read as strictly as any input.
+  let target = file;
+  try {
+    target = await fs.realpath(file);
+  } catch {
+    // missing or unreachable: readJsonFile says which
+  }
+  const read = await readJsonFile(target, {
     maxBytes: MAX_REPLAY_FILE_BYTES,
     schema: replaySchema,
     what: `replay file ${file}`,

@@ -103,6 +103,21 @@ describe('loadTask', () => {
     await expect(loadTask(dir)).rejects.toMatchObject({ code: 'INVALID_TASK', field: 'grader.script' });
   });
 
+  it('rejects a grader script that is not a JavaScript module as an invalid task, naming the field', async () => {
+    const single = taskDir({ ...valid, grader: { script: 'grade.py' } }, { 'grade.py': 'print(1)\n' });
+    await expect(loadTask(single)).rejects.toMatchObject({ code: 'INVALID_TASK', field: 'grader.script' });
+    const { grader, instructions, submission, ...rest } = valid;
+    expect([grader, instructions, submission]).toHaveLength(3);
+    const steps = taskDir(
+      { ...rest, steps: [{ instructions: 'a', submission: ['a'], grader: { script: 'grade.py' } }] },
+      { 'grade.py': 'print(1)\n' },
+    );
+    await expect(loadTask(steps)).rejects.toMatchObject({
+      code: 'INVALID_TASK',
+      field: 'steps[0].grader.script',
+    });
+  });
+
   it('reports a missing task directory', async () => {
     await expect(loadTask('/nonexistent/karotte-task')).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
   });

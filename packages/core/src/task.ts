@@ -68,14 +68,29 @@ export async function loadTask(taskDir: string): Promise<Task> {
   for (const [index, step] of stepFiles.entries()) {
     const field = file.steps === undefined ? 'grader.script' : `steps[${index}].grader.script`;
     const graderScript = await regularFileInside(dir, step.grader.script, field);
+    let judge: Judge;
+    try {
+      judge = createExecutableJudge({
+        program: graderScript,
+        ...(step.grader.timeoutMs === undefined ? {} : { timeoutMs: step.grader.timeoutMs }),
+      });
+    } catch (error) {
+      // The judge refuses what it could never run (a grader that is not a JavaScript module):
+      // an invalid task, named by its field, before anything runs.
+      throw new CoreError(
+        'INVALID_TASK',
+        `${field}: ${error instanceof Error ? error.message : String(error)}`,
+        {
+          cause: error,
+          field,
+        },
+      );
+    }
     steps.push({
       instructions: step.instructions,
       submission: step.submission,
       graderScript,
-      judge: createExecutableJudge({
-        program: graderScript,
-        ...(step.grader.timeoutMs === undefined ? {} : { timeoutMs: step.grader.timeoutMs }),
-      }),
+      judge,
       passThreshold: step.passThreshold ?? passThreshold,
     });
   }

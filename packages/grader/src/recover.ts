@@ -92,11 +92,15 @@ async function killCgroup(dir: string, killed: Set<number>): Promise<void> {
     () => true,
     () => false,
   );
-  const procs = await readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
-  for (const pid of procs.split('\n').filter(Boolean).map(Number)) {
-    if (killPid(pid)) killed.add(pid);
+  try {
+    const procs = await readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
+    for (const pid of procs.split('\n').filter(Boolean).map(Number)) {
+      if (killPid(pid)) killed.add(pid);
+    }
+  } finally {
+    // Thawed whatever happened: a kill that throws must not leave the group frozen.
+    if (frozen) await writeFile(freezer, 'THAWED\n').catch(() => undefined);
   }
-  if (frozen) await writeFile(freezer, 'THAWED\n').catch(() => undefined);
   await writeFile(path.join(dir, 'cgroup.kill'), '1\n').catch(() => undefined);
 }
 

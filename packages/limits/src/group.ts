@@ -34,7 +34,7 @@ export const GROUP_NAME_PATTERN = /^karotte[A-Za-z0-9_.-]*$/;
 const absolutePath = z.string().startsWith('/').max(4096);
 
 // Any process count a cgroup takes: a group is also the grader's and a test's, not only a
-// student's (whose smallest is studentLimitsSchema's 32).
+// student's (whose smallest is studentLimitsSchema's 16).
 const groupPids = z.number().int().min(1).max(MAX_PIDS);
 
 /**

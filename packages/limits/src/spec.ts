@@ -110,7 +110,7 @@ export const studentLimitsSchema = z
      */
     memoryBytes: limitRules.memoryBytes.optional(),
     /**
-     * Most processes and threads at once, the sandbox's own included. 32 to 4194304.
+     * Most processes and threads at once, the sandbox's own included. 16 to 4194304.
      * @default DEFAULT_PIDS (2048)
      */
     pids: limitRules.pids.default(DEFAULT_PIDS),

@@ -32,7 +32,7 @@ const pids = studentLimitsSchema.shape.pids.unwrap();
  */
 export const sandboxLimitsSchema = studentLimitsSchema
   .extend({
-    /** Most processes and threads at once, the sandbox's own included; 32 to 4194304. @default DEFAULT_PIDS (2048) */
+    /** Most processes and threads at once, the sandbox's own included; 16 to 4194304. @default DEFAULT_PIDS (2048) */
     pids: pids.optional(),
     /** The old name of `pids`, deprecated: accepted until the next minor release; giving both with different values is an error. */
     pidsMax: pids.optional(),

@@ -22,6 +22,7 @@ import {
   parseMountInfo,
   parseOptions,
   processesOfUid,
+  readProcessStatus,
   resolveTrustedBinary,
 } from '@karotte/base';
 import {
@@ -715,15 +716,18 @@ class SandboxImpl implements Sandbox {
 
   /**
    * After the init died, the kernel kills its PID namespace; wait (bounded) until no process
-   * of the uid is left, killing any still there (each re-checked by pid and start time).
+   * of the uid is left, killing any still there (each re-checked just before its kill).
    */
   private async waitForNoStudentProcess(timeoutMs: number): Promise<void> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
       const left = processesOfUid(this.uid).alive;
       if (left.length === 0 || performance.now() > deadline) return;
-      // Listed by this very walk: a pid reused since would have to be reused within it.
-      for (const { pid } of left) killPid(pid);
+      for (const { pid } of left) {
+        // Read again right before the kill: a pid that exited during the walk and was reused
+        // by another process (of another uid) is not the student's to kill.
+        if (readProcessStatus(pid)?.uids.includes(this.uid) === true) killPid(pid);
+      }
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }

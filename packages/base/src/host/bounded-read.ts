@@ -48,9 +48,17 @@ export async function readBounded(filePath: string, maxBytes: number): Promise<B
         size: stats.size,
       };
     }
-    const buffer = Buffer.alloc(maxBytes + 1);
+    // Sized by the file (a bound of 64 MiB must not cost 64 MiB for a 1 KiB file), grown while
+    // a file that grows is read, never past maxBytes + 1 (one byte more proves it too large).
+    let buffer = Buffer.alloc(Math.min(stats.size, maxBytes) + 1);
     let filled = 0;
-    while (filled < buffer.length) {
+    for (;;) {
+      if (filled === buffer.length) {
+        if (buffer.length > maxBytes) break;
+        const grown = Buffer.alloc(Math.min(buffer.length * 2, maxBytes + 1));
+        buffer.copy(grown, 0, 0, filled);
+        buffer = grown;
+      }
       const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled);
       if (bytesRead === 0) break;
       filled += bytesRead;

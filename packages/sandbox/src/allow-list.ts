@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { SandboxError } from './errors.js';
-import { ROOT_ENV } from './world.js';
+import { ROOT_ENV } from './confinement/world.js';
 
 const run = promisify(execFile);
 

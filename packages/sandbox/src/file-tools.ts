@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { BadArgumentError, MiB, KiB, parseOptions } from '@karotte/base';
-import { runInside, type InsideOutput } from './inside.js';
+import { runInside, type InsideOutput } from './confinement/run.js';
 import fileToolScript from './programs/file-tool.cjs?raw';
-import { WorldGoneError, type World } from './world.js';
+import { WorldGoneError, type World } from './confinement/world.js';
 
 /**
  * The file tools' program (programs/file-tool.cjs), run by Node as the student inside the

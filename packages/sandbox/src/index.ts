@@ -50,7 +50,7 @@ export {
   DEFAULT_STUDENT_PATH,
 } from './env.js';
 export type { EnvRemoval } from './env.js';
-export { listLeases, leaseRecordSchema } from './identity.js';
-export type { LeaseRecord } from './identity.js';
+export { listLeases, leaseRecordSchema } from './confinement/lease.js';
+export type { LeaseRecord } from './confinement/lease.js';
 export { checkHost, checkHostOptionsSchema, DEFENSE_NAMES } from './check.js';
 export type { HostCheck, DefenseReport, DefenseContract, CheckHostOptions } from './check.js';

@@ -6,7 +6,8 @@ import { resolveTrustedBinary } from '@karotte/base';
 import { describe, expect, it } from 'vitest';
 import { NETWORK_PROBE_SCRIPT } from './network.js';
 import fileToolScript from './programs/file-tool.cjs?raw';
-import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT, SHELL_SCRIPT } from './scripts.js';
+import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT } from './confinement/scripts.js';
+import { SHELL_SCRIPT } from './shell-script.js';
 
 const programs = [
   { file: 'setup.sh', text: SETUP_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },

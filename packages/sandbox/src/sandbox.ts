@@ -32,7 +32,7 @@ import {
   tearDownAllowList,
   vethNames,
 } from './allow-list.js';
-import { resolveSandboxBinaries, type SandboxBinaries } from './binaries.js';
+import { resolveSandboxBinaries, type SandboxBinaries } from './confinement/binaries.js';
 import { buildStudentEnv, type EnvRemoval } from './env.js';
 import { SandboxError } from './errors.js';
 import { createFileTools, type SandboxFiles } from './file-tools.js';
@@ -42,8 +42,8 @@ import {
   reclaimStaleLease,
   type IdentityLease,
   type LeaseRecord,
-} from './identity.js';
-import { runInside } from './inside.js';
+} from './confinement/lease.js';
+import { runInside } from './confinement/run.js';
 import {
   FORBIDDEN_TARGETS,
   NETWORK_PROBE_SCRIPT,
@@ -73,7 +73,7 @@ import {
 } from './seams.js';
 import { PersistentShell, type ExecResult } from './shell.js';
 import { ensureRootOnlyDir } from './state-dir.js';
-import { World } from './world.js';
+import { World } from './confinement/world.js';
 
 /** Karotte state directories covered inside every sandbox (besides the caller's hiddenPaths). */
 export const ALWAYS_COVERED: readonly string[] = Object.freeze(['/root', '/run/karotte', '/var/lib/karotte']);

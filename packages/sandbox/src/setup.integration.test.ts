@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { mountViolations } from './mounts.js';
+import { mountViolations } from './confinement/mounts.js';
 import { createSandbox, type Sandbox } from './index.js';
 import { pidsOfUid } from '../../../test/support/index.js';
 

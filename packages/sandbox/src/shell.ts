@@ -6,9 +6,9 @@ import { BadArgumentError, identityOf, isSameProcessAlive, killPid, readProcessS
 import type { ProcessIdentity, ProcessStat } from '@karotte/base';
 import { OutputCapture, TokenScanner } from './output.js';
 import { childrenOf, processStatsOfUid } from './procfs.js';
-import { SHELL_SCRIPT } from './scripts.js';
-import type { World } from './world.js';
-import { ROOT_ENV, WorldGoneError } from './world.js';
+import { SHELL_SCRIPT } from './shell-script.js';
+import type { World } from './confinement/world.js';
+import { ROOT_ENV, WorldGoneError } from './confinement/world.js';
 
 /** What one command in the persistent shell produced. Expected outcomes are data, never exceptions. */
 export interface ExecResult {

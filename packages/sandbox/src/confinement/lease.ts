@@ -24,8 +24,8 @@ import {
   readSubordinateIds,
 } from '@karotte/base';
 import type { SubordinateRange } from '@karotte/base';
-import { SandboxError } from './errors.js';
-import { ensureRootOnlyDir } from './state-dir.js';
+import { SandboxError } from '../errors.js';
+import { ensureRootOnlyDir } from '../state-dir.js';
 
 /** The record in a uid lock file: who holds the uid, so a dead holder's leftovers can be reclaimed. */
 export const leaseRecordSchema = z

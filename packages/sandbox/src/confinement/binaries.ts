@@ -1,5 +1,5 @@
 import { TrustedBinaryError, resolveTrustedBinary } from '@karotte/base';
-import { SandboxError } from './errors.js';
+import { SandboxError } from '../errors.js';
 
 /** The trusted system binaries a sandbox composes (no compiler, no native code). */
 export interface SandboxBinaries {

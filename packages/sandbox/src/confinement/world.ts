@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { identityOf, isSameProcessAlive, killPid } from '@karotte/base';
 import type { ProcessIdentity } from '@karotte/base';
-import { SandboxError } from './errors.js';
+import { SandboxError } from '../errors.js';
 import type { SandboxBinaries } from './binaries.js';
 import { mountViolations } from './mounts.js';
-import { childrenOf, isSameProcessLiving } from './procfs.js';
+import { childrenOf, isSameProcessLiving } from '../procfs.js';
 import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT } from './scripts.js';
 
 /**

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { childrenOf } from './procfs.js';
+import { childrenOf } from '../procfs.js';
 import { ROOT_ENV, type World } from './world.js';
 
 /** What one short-lived student process inside the sandbox produced. */

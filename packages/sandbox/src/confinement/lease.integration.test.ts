@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { allocateIdentity, listLeases } from './identity.js';
-import { createSandbox, type Sandbox } from './index.js';
-import { tempDir } from '../../../test/support/index.js';
+import { allocateIdentity, listLeases } from './lease.js';
+import { createSandbox, type Sandbox } from '../index.js';
+import { tempDir } from '../../../../test/support/index.js';
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {

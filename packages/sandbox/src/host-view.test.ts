@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { hostViewHidden } from './sandbox.js';
+import { hostViewHidden } from './confinement/plan.js';
 
 const made: string[] = [];
 afterEach(() => {

@@ -1,10 +1,5 @@
-export {
-  createSandbox,
-  reclaimStaleSandboxes,
-  ALWAYS_COVERED,
-  SYSTEM_ROOTS,
-  hostViewHidden,
-} from './sandbox.js';
+export { createSandbox, reclaimStaleSandboxes, listLeases } from './sandbox.js';
+export { ALWAYS_COVERED, SYSTEM_ROOTS, hostViewHidden } from './confinement/plan.js';
 export type { Sandbox, TeardownReport, RestartReport } from './sandbox.js';
 export {
   sandboxOptionsSchema,
@@ -50,7 +45,7 @@ export {
   DEFAULT_STUDENT_PATH,
 } from './env.js';
 export type { EnvRemoval } from './env.js';
-export { listLeases, leaseRecordSchema } from './confinement/lease.js';
-export type { LeaseRecord } from './confinement/lease.js';
+export { leaseRecordSchema } from './confinement/lease.js';
+export type { LeaseRecord, LeaseFile } from './confinement/lease.js';
 export { checkHost, checkHostOptionsSchema, DEFENSE_NAMES } from './check.js';
 export type { HostCheck, DefenseReport, DefenseContract, CheckHostOptions } from './check.js';

@@ -1,11 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import {
-  type Dirent,
   chmodSync,
   constants,
   existsSync,
   mkdirSync,
-  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -37,10 +35,11 @@ import { buildStudentEnv, type EnvRemoval } from './env.js';
 import { SandboxError } from './errors.js';
 import { createFileTools, type SandboxFiles } from './file-tools.js';
 import {
-  allocateIdentity,
-  listLeases,
+  allocateLease,
+  listLeaseFiles,
   reclaimStaleLease,
   type IdentityLease,
+  type LeaseFile,
   type LeaseRecord,
 } from './confinement/lease.js';
 import { runInside } from './confinement/run.js';
@@ -74,55 +73,7 @@ import {
 import { PersistentShell, type ExecResult } from './shell.js';
 import { ensureRootOnlyDir } from './state-dir.js';
 import { World } from './confinement/world.js';
-
-/** Karotte state directories covered inside every sandbox (besides the caller's hiddenPaths). */
-export const ALWAYS_COVERED: readonly string[] = Object.freeze(['/root', '/run/karotte', '/var/lib/karotte']);
-
-/**
- * Top-level host entries a student sees with `hostView: 'system'`: programs, libraries and
- * their configuration and data (`/dev`, `/proc`, `/sys`, `/tmp` and `/home` are the
- * sandbox's own). Every other top-level entry is covered.
- */
-export const SYSTEM_ROOTS: readonly string[] = Object.freeze([
-  'bin',
-  'dev',
-  'etc',
-  'home',
-  'lib',
-  'lib32',
-  'lib64',
-  'libx32',
-  'opt',
-  'proc',
-  'run',
-  'sbin',
-  'sys',
-  'tmp',
-  'usr',
-  'var',
-]);
-
-/**
- * What `hostView` covers: the top-level directories outside SYSTEM_ROOTS, and /var/tmp.
- * Real directories only: a top-level symlink leads into a directory that is covered itself
- * (or into a system one, which stays visible), and files directly at `/` (a swap file, a
- * container marker) are not covered.
- */
-export function hostViewHidden(view: 'system' | 'all', root = '/'): string[] {
-  if (view === 'all') return [];
-  let entries: Dirent[];
-  try {
-    entries = readdirSync(root, { withFileTypes: true });
-  } catch (error) {
-    throw new SandboxError('SETUP_FAILED', `cannot list ${root}`, { cause: error });
-  }
-  return [
-    ...entries
-      .filter((entry) => entry.isDirectory() && !SYSTEM_ROOTS.includes(entry.name))
-      .map((entry) => path.join(root, entry.name)),
-    path.join(root, 'var', 'tmp'),
-  ];
-}
+import { ALWAYS_COVERED, hostViewHidden, planMounts, type MountPlan } from './confinement/plan.js';
 
 /** What destroy() did. */
 export interface TeardownReport {
@@ -305,13 +256,25 @@ async function reclaimDeadSandbox(
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 }
 
+/** The uid lock files of the sandboxes of `stateDir`. */
+function leaseDir(stateDir: string): string {
+  return path.join(stateDir, 'uids');
+}
+
+/** Every sandbox uid lease in `stateDir`, with whether its harness is gone. */
+export function listLeases(stateDir: string): LeaseFile[] {
+  return listLeaseFiles(leaseDir(stateDir));
+}
+
 /** Reclaim every lease in `stateDir` whose harness died. Returns the uids reclaimed. */
 export async function reclaimStaleSandboxes(stateDir: string): Promise<number[]> {
   const out: number[] = [];
   for (const lease of listLeases(stateDir)) {
     if (!lease.stale) continue;
     if (
-      await reclaimStaleLease(stateDir, lease.uid, (record, uid) => reclaimDeadSandbox(stateDir, record, uid))
+      await reclaimStaleLease(leaseDir(stateDir), lease.uid, (record, uid) =>
+        reclaimDeadSandbox(stateDir, record, uid),
+      )
     ) {
       out.push(lease.uid);
     }
@@ -380,8 +343,8 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
   ensureRootOnlyDir(parsed.stateDir);
   await reclaimStaleSandboxes(parsed.stateDir);
   const sandboxId = `sb-${randomBytes(5).toString('hex')}`;
-  const lease = await allocateIdentity({
-    stateDir: parsed.stateDir,
+  const lease = await allocateLease({
+    lockDir: leaseDir(parsed.stateDir),
     firstUid: parsed.uidRange.first,
     count: parsed.uidRange.count,
     sandboxId,
@@ -539,52 +502,40 @@ class SandboxImpl implements Sandbox {
   }
 
   /**
-   * Directives of the root setup (see SETUP_SCRIPT), in the order that makes them sound: the
-   * sweep first, skipping what the later mounts hide; then the writable places, the binds and
-   * the covers. Covers are sorted so a directory comes before anything below it.
+   * The world's mounts: private /tmp and /dev/shm, a read-only skeleton of /home with the
+   * working directory (the quota) bound writable in it, the sandbox's own passwd and group,
+   * and the covers (the caller's hidden paths, Karotte's state, and the host view, listed
+   * again for every world: a top-level directory made on the host since the sandbox was
+   * created is covered from the next rebuild on).
    */
-  private directives(): string[] {
+  private mountPlan(): MountPlan {
     const { limits } = this.options;
-    // Mounted over by this setup, so the sweep leaves what lies beneath: /proc is the PID
-    // namespace's own (unshare --mount-proc), /sys a fresh sysfs of the sandbox's network
-    // namespace (one mount instead of one remount per cgroup and other mount below /sys).
-    const replaced = ['/proc', '/sys', '/tmp', '/dev/shm', '/home'];
-    // Files before directories: a file is covered by a bind of the empty file in this
-    // sandbox's state directory, which a directory cover (of /run/karotte) makes unreachable.
-    // Directories sorted, so a directory comes before anything below it.
-    const isDirectory = (p: string): boolean =>
-      statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
-    // The host view is listed again for every world: a top-level directory made on the host
-    // since the sandbox was created is covered from the next rebuild on.
-    const candidates = [...new Set([...this.hidden, ...hostViewHidden(this.options.hostView)])].filter(
-      (hidden) => !['/tmp', '/dev/shm', '/home'].includes(hidden),
-    );
-    const covers = [
-      ...candidates.filter((hidden) => !isDirectory(hidden)).sort(),
-      ...candidates.filter(isDirectory).sort(),
-    ];
-    const d: string[] = ['lo', 'hostname', this.hostname];
-    d.push('sweep', String(replaced.length + covers.length), ...replaced, ...covers);
-    d.push('remount', '/proc', 'ro,nosuid,nodev,noexec');
-    d.push('sysfs', '/sys');
-    d.push('tmpfs', '/tmp', `size=${limits.tmpBytes},mode=1777,nosuid,nodev`);
-    d.push('tmpfs', '/dev/shm', `size=${limits.shmBytes},mode=1777,nosuid,nodev`);
-    d.push('bind', path.join(this.dir, 'home'), '/home', 'ro,nosuid,nodev,noexec');
-    d.push('bind', this.workDir, this.studentWorkDir, 'nosuid,nodev');
-    d.push('bind', path.join(this.dir, 'passwd'), '/etc/passwd', 'ro,nosuid,nodev');
-    d.push('bind', path.join(this.dir, 'group'), '/etc/group', 'ro,nosuid,nodev');
-    const empty = path.join(this.dir, 'empty');
-    for (const hidden of covers) d.push('cover', hidden, empty);
-    return d;
+    return planMounts({
+      hostname: this.hostname,
+      loopback: true,
+      tmpfs: [
+        { path: '/tmp', sizeBytes: limits.tmpBytes, mode: '1777' },
+        { path: '/dev/shm', sizeBytes: limits.shmBytes, mode: '1777' },
+      ],
+      binds: [
+        { source: path.join(this.dir, 'home'), target: '/home', writable: false, noexec: true },
+        { source: this.workDir, target: this.studentWorkDir, writable: true },
+        { source: path.join(this.dir, 'passwd'), target: '/etc/passwd', writable: false },
+        { source: path.join(this.dir, 'group'), target: '/etc/group', writable: false },
+      ],
+      covers: [...this.hidden, ...hostViewHidden(this.options.hostView)],
+      emptyFile: path.join(this.dir, 'empty'),
+    });
   }
 
   /** Start namespaces, mounts and init (a new generation). On failure the caller stops it. */
   private async startWorld(abortSignal?: AbortSignal): Promise<World> {
+    const plan = this.mountPlan();
     const world = new World({
       bins: this.bins,
       prefix: this.limits.group.launchPrefix(),
-      directives: this.directives(),
-      writable: ['/tmp', '/dev/shm', this.studentWorkDir],
+      directives: plan.directives,
+      writable: plan.writable,
       setupTimeoutMs: this.options.setupTimeoutMs,
       abortSignal,
     });

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { allocateIdentity, listLeases } from './lease.js';
+import { allocateLease, listLeaseFiles } from './lease.js';
 import { createSandbox, type Sandbox } from '../index.js';
 import { tempDir } from '../../../../test/support/index.js';
 
@@ -19,7 +19,7 @@ describe('identity leases', () => {
     fs.chmodSync(dir, 0o700);
     const reclaimed: number[] = [];
     const options = {
-      stateDir: dir,
+      lockDir: dir,
       firstUid: 2_999_000_000,
       count: 2,
       reclaim: (_r: unknown, uid: number) => {
@@ -27,10 +27,10 @@ describe('identity leases', () => {
         return Promise.resolve();
       },
     };
-    const a = await allocateIdentity({ ...options, sandboxId: 'sb-a' });
-    const b = await allocateIdentity({ ...options, sandboxId: 'sb-b' });
+    const a = await allocateLease({ ...options, sandboxId: 'sb-a' });
+    const b = await allocateLease({ ...options, sandboxId: 'sb-b' });
     expect(a.uid).not.toBe(b.uid);
-    await expect(allocateIdentity({ ...options, sandboxId: 'sb-c' })).rejects.toMatchObject({
+    await expect(allocateLease({ ...options, sandboxId: 'sb-c' })).rejects.toMatchObject({
       code: 'NO_FREE_IDENTITY',
     });
     // Forge a lease owned by a process that has exited: it is stale and reclaimed on the next start.
@@ -39,13 +39,13 @@ describe('identity leases', () => {
     const file = a.lockPath;
     const record = JSON.parse(fs.readFileSync(file, 'utf8'));
     fs.writeFileSync(file, JSON.stringify({ ...record, ownerPid: dead.pid }));
-    expect(listLeases(dir).find((lease) => lease.uid === a.uid)?.stale).toBe(true);
-    const c = await allocateIdentity({ ...options, sandboxId: 'sb-c' });
+    expect(listLeaseFiles(dir).find((lease) => lease.uid === a.uid)?.stale).toBe(true);
+    const c = await allocateLease({ ...options, sandboxId: 'sb-c' });
     expect(c.uid).toBe(a.uid);
     expect(reclaimed).toEqual([a.uid]);
     b.release();
     c.release();
-    expect(listLeases(dir)).toEqual([]);
+    expect(listLeaseFiles(dir)).toEqual([]);
   });
 });
 
@@ -59,16 +59,16 @@ describe('subordinate id ranges', () => {
     fs.writeFileSync(path.join(dir, 'subuid'), `# comment\nalice:${first}:2\n${first + 2}:100000:65536\n`);
     fs.writeFileSync(path.join(dir, 'subgid'), `bob:${first + 3}:1\n`);
     const options = {
-      stateDir: path.join(dir, 'state'),
+      lockDir: path.join(dir, 'state', 'uids'),
       firstUid: first,
       count: 5,
       reclaim: () => Promise.resolve(),
       subordinateIdFiles: [path.join(dir, 'subuid'), path.join(dir, 'subgid'), path.join(dir, 'missing')],
     };
     // first, first+1: in alice's range; first+2: owns a range; first+3: in bob's gid range.
-    const lease = await allocateIdentity({ ...options, sandboxId: 'sb-a' });
+    const lease = await allocateLease({ ...options, sandboxId: 'sb-a' });
     expect(lease.uid).toBe(first + 4);
-    await expect(allocateIdentity({ ...options, sandboxId: 'sb-b' })).rejects.toMatchObject({
+    await expect(allocateLease({ ...options, sandboxId: 'sb-b' })).rejects.toMatchObject({
       code: 'NO_FREE_IDENTITY',
     });
     lease.release();
@@ -81,12 +81,12 @@ describe('identity lock files', () => {
     cleanups.push(cleanup);
     fs.chmodSync(dir, 0o700);
     const options = {
-      stateDir: dir,
+      lockDir: dir,
       firstUid: 2_999_100_000,
       count: 1,
       reclaim: () => Promise.resolve(),
     };
-    const lease = await allocateIdentity({ ...options, sandboxId: 'sb-a' });
+    const lease = await allocateLease({ ...options, sandboxId: 'sb-a' });
     expect(JSON.parse(fs.readFileSync(lease.lockPath, 'utf8'))).toMatchObject({
       uid: lease.uid,
       sandboxId: 'sb-a',
@@ -94,13 +94,13 @@ describe('identity lock files', () => {
     expect(fs.readdirSync(path.dirname(lease.lockPath))).toEqual([path.basename(lease.lockPath)]);
     // A torn lock (a crash of an older writer): young, it may be a live writer, so it is kept.
     fs.writeFileSync(lease.lockPath, '{"uid":');
-    await expect(allocateIdentity({ ...options, sandboxId: 'sb-b' })).rejects.toMatchObject({
+    await expect(allocateLease({ ...options, sandboxId: 'sb-b' })).rejects.toMatchObject({
       code: 'NO_FREE_IDENTITY',
     });
     // Old enough that no writer can still be at it: reclaimed and handed out again.
     const old = new Date(Date.now() - 120_000);
     fs.utimesSync(lease.lockPath, old, old);
-    const again = await allocateIdentity({ ...options, sandboxId: 'sb-c' });
+    const again = await allocateLease({ ...options, sandboxId: 'sb-c' });
     expect(again.uid).toBe(lease.uid);
     again.release();
     expect(fs.readdirSync(path.dirname(lease.lockPath))).toEqual([]);

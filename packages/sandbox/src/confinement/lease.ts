@@ -51,7 +51,8 @@ export interface IdentityLease {
 }
 
 export interface AllocateOptions {
-  readonly stateDir: string;
+  /** Root-only directory of the lock files (`<uid>.lock`), one per uid in use; created when missing. */
+  readonly lockDir: string;
   readonly firstUid: number;
   readonly count: number;
   readonly sandboxId: string;
@@ -61,13 +62,8 @@ export interface AllocateOptions {
   readonly subordinateIdFiles?: readonly string[];
 }
 
-/** Directory of the uid lock files under the state dir. */
-function locksDir(stateDir: string): string {
-  return path.join(stateDir, 'uids');
-}
-
-function lockPath(stateDir: string, uid: number): string {
-  return path.join(locksDir(stateDir), `${uid}.lock`);
+function lockPath(lockDir: string, uid: number): string {
+  return path.join(lockDir, `${uid}.lock`);
 }
 
 /** Read a lock; undefined when it is missing or unreadable (a torn write by a killed harness). */
@@ -96,11 +92,18 @@ function isLeaseStale(record: LeaseRecord | undefined, currentBoot: string): boo
   });
 }
 
-/** Every lease in the state dir, with whether its owner is gone. */
-export function listLeases(
-  stateDir: string,
-): { uid: number; file: string; record: LeaseRecord | undefined; stale: boolean }[] {
-  const dir = locksDir(stateDir);
+/** One lock file of a lock directory. */
+export interface LeaseFile {
+  readonly uid: number;
+  readonly file: string;
+  readonly record: LeaseRecord | undefined;
+  /** Its holder is gone (another boot, a dead or reused pid, an unreadable record). */
+  readonly stale: boolean;
+}
+
+/** Every lease in a lock directory, with whether its holder is gone. */
+export function listLeaseFiles(lockDir: string): LeaseFile[] {
+  const dir = lockDir;
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -135,11 +138,11 @@ function isOldEnough(file: string): boolean {
  * wins, the source is gone for the others), reclaim what its dead owner left, then delete it.
  */
 export async function reclaimStaleLease(
-  stateDir: string,
+  lockDir: string,
   uid: number,
   reclaim: AllocateOptions['reclaim'],
 ): Promise<boolean> {
-  const file = lockPath(stateDir, uid);
+  const file = lockPath(lockDir, uid);
   const record = readLease(file);
   if (!isLeaseStale(record, bootId())) return false;
   if (record === undefined && !isOldEnough(file)) {
@@ -189,11 +192,10 @@ function removeOrphanDrafts(dir: string): void {
  * or lies in a subordinate id range (/etc/subuid, /etc/subgid), or one with live processes,
  * is never handed out. Stale locks met on the way are reclaimed first.
  */
-export async function allocateIdentity(options: AllocateOptions): Promise<IdentityLease> {
-  const { stateDir, firstUid, count, sandboxId } = options;
-  ensureRootOnlyDir(stateDir);
-  ensureRootOnlyDir(locksDir(stateDir));
-  removeOrphanDrafts(locksDir(stateDir));
+export async function allocateLease(options: AllocateOptions): Promise<IdentityLease> {
+  const { lockDir, firstUid, count, sandboxId } = options;
+  ensureRootOnlyDir(lockDir);
+  removeOrphanDrafts(lockDir);
   let taken: Set<number>;
   let subordinate: SubordinateRange[];
   try {
@@ -219,7 +221,7 @@ export async function allocateIdentity(options: AllocateOptions): Promise<Identi
   for (let i = 0; i < attempts; i += 1) {
     const uid = firstUid + ((start + i) % count);
     if (taken.has(uid) || hasSubordinateConflict(uid, subordinate)) continue;
-    const file = lockPath(stateDir, uid);
+    const file = lockPath(lockDir, uid);
     // The lock appears whole or not at all: the record is written to a private file first and
     // hard-linked to the lock's name (link fails with EEXIST when the uid is taken). A lock is
     // never seen half-written, so a reader never mistakes a live lock for a torn, stale one.
@@ -240,7 +242,7 @@ export async function allocateIdentity(options: AllocateOptions): Promise<Identi
       if ((error as { code?: string }).code !== 'EEXIST') {
         throw new SandboxError('SETUP_FAILED', `cannot create uid lock ${file}`, { cause: error });
       }
-      if (await reclaimStaleLease(stateDir, uid, options.reclaim)) i -= 1; // retry the same uid
+      if (await reclaimStaleLease(lockDir, uid, options.reclaim)) i -= 1; // retry the same uid
       continue;
     } finally {
       rmSync(draft, { force: true });

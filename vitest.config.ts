@@ -50,13 +50,23 @@ const integration = {
   },
 };
 
-// Tests import sibling packages from source, so a test never runs against a stale dist/.
-const alias = Object.fromEntries(
-  fs
-    .readdirSync(path.join(import.meta.dirname, 'packages'))
-    .filter((name) => fs.existsSync(path.join(import.meta.dirname, 'packages', name, 'src', 'index.ts')))
-    .map((name) => [`@karotte/${name}`, path.join(import.meta.dirname, 'packages', name, 'src', 'index.ts')]),
-);
+// Tests import sibling packages from source, so a test never runs against a stale dist/:
+// `@karotte/<name>` is packages/<name>/src/index.ts, and a subpath export
+// `@karotte/<name>/<sub>` is packages/<name>/src/<sub>/index.ts.
+const packagesDir = path.join(import.meta.dirname, 'packages');
+const alias = [
+  {
+    find: /^@karotte\/([a-z0-9-]+)\/([a-z0-9-]+)$/,
+    replacement: path.join(packagesDir, '$1', 'src', '$2', 'index.ts'),
+  },
+  ...fs
+    .readdirSync(packagesDir)
+    .filter((name) => fs.existsSync(path.join(packagesDir, name, 'src', 'index.ts')))
+    .map((name) => ({
+      find: new RegExp(`^@karotte/${name}$`),
+      replacement: path.join(packagesDir, name, 'src', 'index.ts'),
+    })),
+];
 
 export default defineConfig({
   resolve: { alias },

@@ -77,7 +77,7 @@ export async function createSandboxWorld(
       };
     },
     async limitHits() {
-      const outcome = studentLimitOutcome(await sandbox.limits.events());
+      const outcome = studentLimitOutcome(await sandbox.limitEvents());
       return { hits: outcome.limitHits, misbehavior: outcome.misbehavior };
     },
     async destroy(): Promise<void> {

@@ -142,9 +142,9 @@ export function createSandboxCollector(
   return createDefaultCollector({ ...options, reaper: () => sandbox.reap() });
 }
 
-/** The student handle of a sandbox: its uid, its limits group, its working directory on the host. */
-export function studentFromSandbox(sandbox: Pick<Sandbox, 'uid' | 'limits' | 'workDir'>): StudentHandle {
-  return { uid: sandbox.uid, group: sandbox.limits.group, workDir: sandbox.workDir };
+/** The student handle of a sandbox: its uid, its group (kill and list only), its working directory on the host. */
+export function studentFromSandbox(sandbox: Pick<Sandbox, 'handle'>): StudentHandle {
+  return sandbox.handle;
 }
 
 /** The verdict's network record from a sandbox's network check (`sandbox.networkCheck`). */

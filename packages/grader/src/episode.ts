@@ -5,7 +5,7 @@ import type { MisbehaviorRecord } from '@karotte/base';
 import type { LimitHit } from './verdict.js';
 
 /**
- * Turn the student's limit events (`@karotte/limits`: `sandbox.limits.events()`) into what
+ * Turn the student's limit events (`@karotte/limits`: `sandbox.limitEvents()`) into what
  * `collectAndGrade` records: `limitHits` (scope `student`) and the matching misbehavior
  * (`MEMORY_LIMIT`, `PIDS_LIMIT`, `DISK_LIMIT`), which make the run `failed` with score 0.
  */

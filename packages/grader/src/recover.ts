@@ -1,18 +1,17 @@
-import { lstat, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   escapeForDisplay,
-  isErrno,
   killPid,
   parseMountInfo,
   parseOptions,
   processesOfUid,
   resolveTrustedBinary,
 } from '@karotte/base';
+import { listLeaseFiles, reclaimStaleLease } from '@karotte/sandbox/confinement';
 import { z } from 'zod';
 import { GraderError } from './errors.js';
 import { isWithin, runTrusted } from './runner/mounts.js';
-import { stampAlive } from './runner/identity.js';
 
 const absolute = z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path');
 
@@ -24,7 +23,8 @@ export const recoverGraderLeftoversOptionsSchema = z
      */
     workDir: absolute.default('/var/lib/karotte/grader'),
     /**
-     * Directory of grader uid lock entries (the executable judge's `uidLockDir`).
+     * Directory of grader uid lock files (the executable judge's `uidLockDir`), leased as the
+     * student sandbox leases its uids (`@karotte/sandbox/confinement`).
      * @default '/run/karotte/grader-uids'
      */
     uidLockDir: absolute.default('/run/karotte/grader-uids'),
@@ -33,11 +33,6 @@ export const recoverGraderLeftoversOptionsSchema = z
      * @default '/sys/fs/cgroup'
      */
     cgroupRoot: absolute.default('/sys/fs/cgroup'),
-    /**
-     * A lock entry without an owner stamp counts as abandoned after this long.
-     * @default 60000
-     */
-    unstampedAfterMs: z.number().int().nonnegative().default(60_000),
   })
   .strict();
 export type RecoverGraderLeftoversOptions = z.input<typeof recoverGraderLeftoversOptionsSchema>;
@@ -105,11 +100,11 @@ async function killCgroup(dir: string, killed: Set<number>): Promise<void> {
 }
 
 /**
- * Free what a harness that died mid-grading left: for every grader uid whose lock holder is
- * gone (pid and start time no longer match), kill every process of the uid and of its
- * `karotte-grader-<uid>-*` cgroups, remove those cgroups, unmount its score tmpfs, remove its
- * private `karotte-grade-<uid>-*` directories, then its lock entry. Only what these names
- * say is touched; a live holder's uid is left alone. Run it at harness start.
+ * Free what a harness that died mid-grading left: for every grader uid whose lease holder is
+ * gone (another boot, a dead pid, a pid reused by another process), kill every process of
+ * the uid and of its `karotte-grader-<uid>-*` cgroups, remove those cgroups, unmount its
+ * score tmpfs, remove its private `karotte-grade-<uid>-*` directories, then its lease. Only
+ * what these names say is touched; a live holder's uid is left alone. Run it at harness start.
  *
  * @throws BadArgumentError on invalid options.
  */
@@ -117,44 +112,44 @@ export async function recoverGraderLeftovers(
   options: RecoverGraderLeftoversOptions = {},
 ): Promise<GraderRecoveryReport> {
   const o = parseOptions(recoverGraderLeftoversOptionsSchema, options, 'recover options');
-  let locks: string[];
-  try {
-    locks = (await readdir(o.uidLockDir)).filter((name) => /^\d+$/.test(name));
-  } catch (error) {
-    if (isErrno(error, 'ENOENT')) return { recovered: [], alive: 0, failed: [] };
-    throw error;
-  }
   const recovered: RecoveredGrader[] = [];
   const failed: { uid: number; error: string }[] = [];
   let alive = 0;
-  for (const name of locks) {
-    const uid = Number(name);
-    const lock = path.join(o.uidLockDir, name);
-    const stamp = await readFile(path.join(lock, 'owner'), 'utf8').catch(() => null);
-    if (stamp === null) {
-      const stats = await lstat(lock).catch(() => null);
-      if (stats === null || Date.now() - stats.mtimeMs < o.unstampedAfterMs) {
-        alive += 1;
-        continue;
-      }
-    } else if (stampAlive(stamp)) {
+  for (const lease of listLeaseFiles(o.uidLockDir)) {
+    if (!lease.stale) {
       alive += 1;
       continue;
     }
+    let report: RecoveredGrader | undefined;
     try {
-      recovered.push(await recoverUid(uid, lock, o));
+      const taken = await reclaimStaleLease(o.uidLockDir, lease.uid, async (_record, uid) => {
+        report = await reclaimGraderUid(uid, o);
+      });
+      // Not taken: its holder is alive after all (a young unreadable lock), or another
+      // recovery took it first.
+      if (!taken) alive += 1;
+      else if (report !== undefined) recovered.push(report);
     } catch (error) {
-      failed.push({ uid, error: escapeForDisplay(error instanceof Error ? error.message : String(error)) });
+      failed.push({
+        uid: lease.uid,
+        error: escapeForDisplay(error instanceof Error ? error.message : String(error)),
+      });
     }
   }
   return { recovered, alive, failed };
 }
 
-async function recoverUid(
-  uid: number,
-  lock: string,
-  o: z.output<typeof recoverGraderLeftoversOptionsSchema>,
-): Promise<RecoveredGrader> {
+/** Where a grader run leaves things on the host: its grading directories and cgroups. */
+export interface GraderLeftoverPlaces {
+  readonly workDir: string;
+  readonly cgroupRoot: string;
+}
+
+/**
+ * Reclaim everything a dead grader run of `uid` left (processes, cgroups, score mount,
+ * grading directories). Its lease is the caller's to remove.
+ */
+export async function reclaimGraderUid(uid: number, o: GraderLeftoverPlaces): Promise<RecoveredGrader> {
   const killed = new Set<number>();
   const cgroups = await findDirs(o.cgroupRoot, `karotte-grader-${uid}-`, 5);
   const deadline = Date.now() + 10_000;
@@ -196,6 +191,5 @@ async function recoverUid(
     .filter((name) => name.startsWith(`karotte-grade-${uid}-`))
     .map((name) => path.join(o.workDir, name));
   for (const dir of removed) await rm(dir, { recursive: true, force: true });
-  await rm(lock, { recursive: true, force: true });
   return { uid, killed: killed.size, cgroups, unmounted, removed };
 }

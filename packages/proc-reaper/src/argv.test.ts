@@ -1,8 +1,6 @@
-// Unit tests of the argv builders: the helper must drop to exactly the uid, and the init shim
-// must refuse what it cannot run safely.
+// Unit tests of the argv builder: the helper must drop to exactly the uid.
 import { describe, expect, it } from 'vitest';
 import { IN_COHORT_SCRIPT, inCohortArgv } from './in-cohort.js';
-import { INIT_SCRIPT, initArgv } from './init.js';
 
 describe('inCohortArgv', () => {
   it('drops to the uid and gid with no groups, no_new_privs and a constant script', () => {
@@ -21,23 +19,5 @@ describe('inCohortArgv', () => {
     // Nothing variable is spliced into the script.
     expect(IN_COHORT_SCRIPT).not.toMatch(/5000|5001/);
     expect(IN_COHORT_SCRIPT).toContain('kill -9 -1');
-  });
-});
-
-describe('initArgv', () => {
-  it('runs the constant init script with the command as positional arguments', () => {
-    expect(initArgv(['/bin/sleep', '1'], { bash: '/bin/bash' })).toEqual([
-      '/bin/bash',
-      '-c',
-      INIT_SCRIPT,
-      'karotte-init',
-      '/bin/sleep',
-      '1',
-    ]);
-  });
-
-  it('refuses an empty command or a relative path (it would be looked up on PATH)', () => {
-    expect(() => initArgv([])).toThrow(/absolute path/);
-    expect(() => initArgv(['sleep', '1'])).toThrow(/absolute path/);
   });
 });

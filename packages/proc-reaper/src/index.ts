@@ -16,7 +16,5 @@ export {
 export type { ReapRecord, ConfirmedReapRecord, BestEffortReapRecord, RecordedProcess } from './record.js';
 export { reclaimLeftovers, reclaimLeftoversOptionsSchema, reclaimRecordSchema } from './reclaim.js';
 export type { ReclaimLeftoversOptions, ReclaimRecord } from './reclaim.js';
-export { initArgv, INIT_SCRIPT } from './init.js';
-export type { InitArgvOptions } from './init.js';
 export { ProcReaperError } from './errors.js';
 export type { ProcReaperErrorCode } from './errors.js';

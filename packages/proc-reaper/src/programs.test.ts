@@ -5,11 +5,9 @@ import fs from 'node:fs';
 import { resolveTrustedBinary } from '@karotte/base';
 import { describe, expect, it } from 'vitest';
 import { IN_COHORT_SCRIPT } from './in-cohort.js';
-import { INIT_SCRIPT } from './init.js';
 import mqueueScript from './programs/mqueue.sh?raw';
 
 const programs = [
-  { file: 'init.sh', text: INIT_SCRIPT, shell: 'bash' },
   { file: 'in-cohort.sh', text: IN_COHORT_SCRIPT, shell: 'sh' },
   { file: 'mqueue.sh', text: mqueueScript, shell: 'sh' },
 ];

@@ -1,6 +1,6 @@
 export { createSandbox, reclaimStaleSandboxes, listLeases } from './sandbox.js';
 export { ALWAYS_COVERED, SYSTEM_ROOTS, hostViewHidden } from './confinement/plan.js';
-export type { Sandbox, TeardownReport, RestartReport } from './sandbox.js';
+export type { Sandbox, AppliedLimits, SandboxHandle, TeardownReport, RestartReport } from './sandbox.js';
 export {
   sandboxOptionsSchema,
   sandboxLimitsSchema,

@@ -201,9 +201,9 @@ describe('no network', () => {
 
 describe('limits hit inside the sandbox, the harness lives', () => {
   it('limits were read back before the test', () => {
-    expect(box.limits.group.limits.pids).toBe(96);
-    expect(box.limits.group.limits.memoryBytes).toBeLessThanOrEqual(192 * MiB);
-    expect(box.limits.quota?.limits.bytes).toBeLessThanOrEqual(16 * MiB);
+    expect(box.appliedLimits.pids).toBe(96);
+    expect(box.appliedLimits.memoryBytes).toBeLessThanOrEqual(192 * MiB);
+    expect(box.appliedLimits.diskBytes).toBeLessThanOrEqual(16 * MiB);
   });
 
   it('a memory hog is killed by the memory limit', async () => {

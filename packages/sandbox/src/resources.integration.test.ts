@@ -19,14 +19,14 @@ describe('resources', () => {
   it('a fork bomb hits the pids limit, the harness lives, and teardown proves every process gone', async () => {
     const box = await createSandbox({ limits: { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, pids: 64 } });
     made.push(box);
-    expect(box.limits.group.limits.pids).toBe(64); // read back before the bomb
+    expect(box.appliedLimits.pids).toBe(64); // read back before the bomb
     await box.exec('bash -c ":(){ :|:& };:; wait"', { timeoutMs: 3000 });
     // The bomb backgrounds itself: the command ends at once, while the bomb goes on and
     // saturates the group (or the command's timeout stops it first: either way). The kernel's
     // own count of refused forks is the proof; what the bomb prints may come after the
     // command's output was closed.
-    await waitFor(async () => (await box.limits.events()).some((event) => event.limit === 'pids'));
-    expect((await box.limits.group.pids()).length).toBeLessThanOrEqual(64);
+    await waitFor(async () => (await box.limitEvents()).some((event) => event.limit === 'pids'));
+    expect((await box.handle.group.pids()).length).toBeLessThanOrEqual(64);
     const report = await box.destroy();
     expect(report.reap?.confirmedEmpty).toBe(true);
     expect(report.leftovers).toEqual([]);
@@ -59,7 +59,7 @@ describe('resources', () => {
       expect(result.stdout).toBe(`secret-of-${boxes[index]!.uid}\n`);
     }
     const workDirs = boxes.map((box) => box.workDir);
-    const groupDirs = boxes.flatMap((box) => box.limits.group.dirs);
+    const groupDirs = boxes.flatMap((box) => box.cgroupDirs);
     const reports = await Promise.all(boxes.map((box) => box.destroy()));
     for (const report of reports) expect(report.leftovers).toEqual([]);
     for (const box of boxes) expect(pidsOfUid(box.uid)).toEqual([]);

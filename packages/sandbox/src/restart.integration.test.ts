@@ -25,7 +25,7 @@ async function sandbox(limits: { memoryBytes?: number; shmBytes?: number } = {})
 
 /** Host pid of the sandbox's PID 1: the member of its group that is pid 1 of its own namespace. */
 async function initPidOf(box: Sandbox): Promise<number | undefined> {
-  for (const pid of await box.limits.group.pids()) {
+  for (const pid of await box.handle.group.pids()) {
     try {
       if (/^NSpid:\s+\d+\s+1$/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))) return pid;
     } catch {
@@ -55,10 +55,10 @@ describe('a sandbox whose processes were all stopped', () => {
 
     // What collectAndGrade does between steps: proc-reaper with the uid and the group. The
     // group holds PID 1 of the namespace too (the launch prefix joins it before unshare).
-    const record = await reap({ uid: box.uid, group: box.limits.group }, { deadlineMs: 30_000 });
+    const record = await reap({ uid: box.uid, group: box.handle.group }, { deadlineMs: 30_000 });
     expect(record.confirmedEmpty).toBe(true);
     expect(pidsOfUid(box.uid)).toEqual([]);
-    expect(await box.limits.group.pids()).toEqual([]);
+    expect(await box.handle.group.pids()).toEqual([]);
 
     // The old job is looked for by what it runs: its pid belonged to the old PID namespace,
     // and the new one numbers from 1 again (the new shell or its relays can hold that number).
@@ -72,7 +72,7 @@ describe('a sandbox whose processes were all stopped', () => {
     expect(newInit).toBeGreaterThan(1);
     expect(newInit).not.toBe(oldInit);
     // Same limits group: the new world's processes are members of it.
-    expect((await box.limits.group.pids()).length).toBeGreaterThan(0);
+    expect((await box.handle.group.pids()).length).toBeGreaterThan(0);
     expect(box.networkCheck.ok).toBe(true);
     // The host is read-only again in the new world, the working directory writable.
     const rw = await box.exec(
@@ -81,7 +81,7 @@ describe('a sandbox whose processes were all stopped', () => {
     expect(rw).toMatchObject({ stdout: 'home-ok\n', restarted: false, notice: undefined });
 
     // A second reap; this time a file tool is the first to need the world.
-    expect((await reap({ uid: box.uid, group: box.limits.group })).confirmedEmpty).toBe(true);
+    expect((await reap({ uid: box.uid, group: box.handle.group })).confirmedEmpty).toBe(true);
     expect(await box.files.view({ path: 'answer.txt' })).toMatchObject({ ok: true, content: 'step1\n' });
     const step3 = await box.exec('echo step3 >> ~/answer.txt; cat ~/answer.txt');
     expect(step3).toMatchObject({ stdout: 'step1\nstep3\n', restarted: true });
@@ -140,13 +140,13 @@ describe('a sandbox whose processes were all stopped', () => {
   it('a memory hog filling /dev/shm past the memory limit (no room left for a shell) does not wedge the episode', async () => {
     const box = await sandbox({ memoryBytes: 64 * MiB, shmBytes: 256 * MiB });
     // Read back before the hog: the kernel holds the group at 64 MiB.
-    expect(box.limits.group.limits.memoryBytes).toBeLessThanOrEqual(64 * MiB);
+    expect(box.appliedLimits.memoryBytes).toBeLessThanOrEqual(64 * MiB);
     await box.exec('echo keep > ~/keep');
     // tmpfs pages count against the group and killing processes does not free them: the OOM
     // killer takes the shell and the writer, and any later process in the group.
     const hog = await box.exec('head -c 200M /dev/zero > /dev/shm/fill; echo status=$?');
     expect(hog.stdout).not.toContain('status=0');
-    expect((await box.limits.events()).some((event) => event.limit === 'memory')).toBe(true);
+    expect((await box.limitEvents()).some((event) => event.limit === 'memory')).toBe(true);
     // exec never throws; within two commands the world is replaced (freeing /dev/shm).
     let next = await box.exec('cat ~/keep; ls -A /dev/shm');
     if (next.stdout !== 'keep\n') next = await box.exec('cat ~/keep; ls -A /dev/shm');

@@ -68,12 +68,32 @@ import {
   recoverLimitLeftovers,
   type ConfirmedReapRecord,
   type EpisodeLimits,
+  type KillableGroup,
   type LimitEvent,
 } from './seams.js';
 import { PersistentShell, type ExecResult } from './shell.js';
 import { ensureRootOnlyDir } from './state-dir.js';
 import { World } from './confinement/world.js';
 import { ALWAYS_COVERED, hostViewHidden, planMounts, type MountPlan } from './confinement/plan.js';
+
+/** A sandbox's limits as read back from the kernel. */
+export interface AppliedLimits {
+  readonly memoryBytes: number;
+  readonly pids: number;
+  /** CPU weight, or null where the host gives none. */
+  readonly cpuWeight: number | null;
+  readonly diskBytes: number;
+  readonly diskInodes: number;
+}
+
+/** The student of a sandbox as a reaper needs it. */
+export interface SandboxHandle {
+  readonly uid: number;
+  /** The student's working directory on the host. */
+  readonly workDir: string;
+  /** The episode's group: an atomic kill of every member, and its members. */
+  readonly group: KillableGroup;
+}
 
 /** What destroy() did. */
 export interface TeardownReport {
@@ -119,8 +139,20 @@ export interface Sandbox {
   readonly workDir: string;
   /** The network check taken before the first step (taken again, and replaced, at every restart). */
   readonly networkCheck: NetworkVerdict;
-  /** The episode's limits (group and quota) from @karotte/limits. */
-  readonly limits: EpisodeLimits;
+  /**
+   * The limits as the kernel read them back (never as requested). The group and quota
+   * themselves stay the sandbox's: nobody else can remove them behind its back.
+   */
+  readonly appliedLimits: AppliedLimits;
+  /** The student as the grader reaps and collects it: uid, the group (kill and list only), workDir. */
+  readonly handle: SandboxHandle;
+  /** Where the episode's cgroup group lives (one directory per controller on v1), for audits. */
+  readonly cgroupDirs: readonly string[];
+  /**
+   * The limit hits so far (memory, pids, disk), in order of first sight: the record for the
+   * verdict. A rejection is a host fault: never grade as if no limit was hit.
+   */
+  limitEvents(): Promise<LimitEvent[]>;
   /** Environment variables removed or changed on their way to the student, with reasons. */
   readonly envRemovals: readonly EnvRemoval[];
   /**
@@ -394,7 +426,11 @@ class SandboxImpl implements Sandbox {
   readonly studentWorkDir: string;
   workDir = '';
   networkCheck!: NetworkVerdict;
-  limits!: EpisodeLimits;
+  appliedLimits!: AppliedLimits;
+  handle!: SandboxHandle;
+  cgroupDirs: readonly string[] = [];
+  /** The episode's group and quota: private, so only this sandbox removes them. */
+  private limits!: EpisodeLimits;
   envRemovals: readonly EnvRemoval[] = [];
   readonly files: SandboxFiles;
   private readonly dir: string;
@@ -477,6 +513,20 @@ class SandboxImpl implements Sandbox {
     const quota = this.limits.quota;
     if (quota === null) throw new SandboxError('SETUP_FAILED', 'the limits package gave no disk quota');
     this.workDir = quota.path;
+    const group = this.limits.group;
+    this.appliedLimits = {
+      memoryBytes: group.limits.memoryBytes,
+      pids: group.limits.pids,
+      cpuWeight: group.limits.cpuWeight,
+      diskBytes: quota.limits.bytes,
+      diskInodes: quota.limits.inodes,
+    };
+    this.cgroupDirs = [...group.dirs];
+    this.handle = {
+      uid: this.uid,
+      workDir: this.workDir,
+      group: { name: group.name, killAll: () => group.killAll(), pids: () => group.pids() },
+    };
     const files = passwdFiles(this.userName, this.uid, this.studentWorkDir, bins.bash);
     writeFileSync(path.join(this.dir, 'passwd'), files.passwd, { mode: 0o644 });
     writeFileSync(path.join(this.dir, 'group'), files.group, { mode: 0o644 });
@@ -723,6 +773,11 @@ class SandboxImpl implements Sandbox {
       );
     }
     return judgeNetwork(mode, findings, Math.round(performance.now() - started));
+  }
+
+  limitEvents(): Promise<LimitEvent[]> {
+    if (!this.limitsMade) return Promise.resolve([]);
+    return this.limits.events();
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {

@@ -6,13 +6,14 @@ import {
   probe as probeLimits,
   recoverLeftovers,
   type EpisodeLimits,
+  type KillableGroup,
   type LimitEvent,
   type ProbeResult,
   type StudentLimits,
 } from '@karotte/limits';
 import { reap, reclaimLeftovers, type ConfirmedReapRecord, type ReclaimRecord } from '@karotte/proc-reaper';
 
-export type { EpisodeLimits, LimitEvent, ProbeResult, ConfirmedReapRecord, ReclaimRecord };
+export type { EpisodeLimits, KillableGroup, LimitEvent, ProbeResult, ConfirmedReapRecord, ReclaimRecord };
 
 /** The episode's limits group and quota for one sandbox. */
 export interface EpisodeLimitRequest {

@@ -134,7 +134,7 @@ describe('setup', () => {
       // The mount table of the namespace, read from outside, as setup's own check did. Other
       // members of the group may exit between the listing and the read (the shell that
       // createSandbox prestarts is still starting): a vanished pid is not the init.
-      const init = (await box.limits.group.pids()).find((pid) => {
+      const init = (await box.handle.group.pids()).find((pid) => {
         try {
           return /^NSpid:\s+\d+\s+1$/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
         } catch {

@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
-import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, realpath, rm, stat } from 'node:fs/promises';
-import os, { constants as osConstants } from 'node:os';
+import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import {
   BadArgumentError,
@@ -11,7 +11,15 @@ import {
   parseOptions,
   resolveTrustedBinary,
 } from '@karotte/base';
-import { hostViewHidden } from '@karotte/sandbox';
+import {
+  ALWAYS_COVERED,
+  hostViewHidden,
+  planMounts,
+  resolveSandboxBinaries,
+  type IdentityLease,
+  type SandboxBinaries,
+  type TmpfsMount,
+} from '@karotte/sandbox/confinement';
 import { z } from 'zod';
 import { GraderError } from '../errors.js';
 import { errorReport, failedReport, faultFromError, scoredReport } from '../judge.js';
@@ -20,9 +28,8 @@ import { createLimitsCgroup } from '../runner/group.js';
 import type { CgroupStats, GraderCgroup } from '../runner/cgroup.js';
 import { copyTree } from '../runner/copy-tree.js';
 import { allocateGraderIdentity, GRADER_UID_RANGE } from '../runner/identity.js';
-import type { GraderIdentity } from '../runner/identity.js';
 import { launch } from '../runner/launch.js';
-import type { LaunchResult, SandboxBinaries } from '../runner/launch.js';
+import type { LaunchResult } from '../runner/launch.js';
 import { isWithin, runTrusted } from '../runner/mounts.js';
 import { assertTrustedInterpreter, SCRATCH_DIRS } from './interpreter.js';
 import { maxScoreFileBytes, readScoreFile, scoreLimitsSchema } from '../score.js';
@@ -249,24 +256,15 @@ async function prepareWorkDir(workDir: string, sandbox: boolean): Promise<void> 
   }
 }
 
+/** The trusted binaries of the confinement (the student sandbox's own list). */
 function resolveBinaries(): SandboxBinaries {
   try {
-    return {
-      sh: resolveTrustedBinary('sh'),
-      unshare: resolveTrustedBinary('unshare'),
-      mount: resolveTrustedBinary('mount'),
-      sed: resolveTrustedBinary('sed'),
-      prlimit: resolveTrustedBinary('prlimit'),
-      setpriv: resolveTrustedBinary('setpriv'),
-    };
+    return resolveSandboxBinaries();
   } catch (error) {
-    throw new GraderError(
-      'CONFINEMENT_UNAVAILABLE',
-      `a binary the grader sandbox needs is missing: ${String(error)}`,
-      {
-        cause: error,
-      },
-    );
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new GraderError('CONFINEMENT_UNAVAILABLE', `a binary the grader sandbox needs is missing: ${reason}`, {
+      cause: error,
+    });
   }
 }
 
@@ -282,7 +280,7 @@ async function runExecutable(
   let base: ReportBase = { name, kind: 'executable', confinement: confinementOf(resolved, null), startedAt };
 
   let root: string | undefined;
-  let identity: GraderIdentity | undefined;
+  let identity: IdentityLease | undefined;
   let cgroup: GraderCgroup | undefined;
   let scoreMounted = false;
   let binaries: SandboxBinaries | undefined;
@@ -303,7 +301,11 @@ async function runExecutable(
     await prepareWorkDir(workDir, sandboxed);
 
     if (sandboxed) {
-      identity = await allocateGraderIdentity({ lockDir: resolved.uidLockDir, ...resolved.uidRange });
+      identity = await allocateGraderIdentity({
+        lockDir: resolved.uidLockDir,
+        ...resolved.uidRange,
+        places: { workDir, cgroupRoot: '/sys/fs/cgroup' },
+      });
     }
     // The uid in the name says whose private directory it is (for cleanup and audits).
     root = await mkdtemp(path.join(workDir, `karotte-grade-${identity?.uid ?? 'process'}-`));
@@ -312,6 +314,7 @@ async function runExecutable(
       cgroup = await createLimitsCgroup({
         memoryBytes: resolved.memoryBytes,
         pids: resolved.pids,
+        nofile: resolved.nofile,
         label: String(identity.uid),
       });
       // The grader's uid must traverse the root to reach its copies; nothing here is listable.
@@ -396,19 +399,21 @@ async function runExecutable(
       KAROTTE_SCORE_FILE: scoreFile,
     };
 
-    const tmpfsPaths: string[] = [];
-    const coverPaths: string[] = [];
-    if (sandboxed) {
+    let plan;
+    if (sandboxed && identity !== undefined) {
+      const tmpfsBytes = resolved.tmpfsBytes ?? resolved.memoryBytes;
+      const tmpfs: TmpfsMount[] = [];
       for (const dir of SCRATCH_DIRS) {
         const stats = await lstat(dir).catch(() => undefined);
-        if (stats?.isDirectory() === true) tmpfsPaths.push(dir);
+        if (stats?.isDirectory() === true) tmpfs.push({ path: dir, sizeBytes: tmpfsBytes, mode: '1777' });
       }
-      // Read access to the copies only: the host outside its system part is covered, except
-      // where the grader's own inputs live (a work directory configured under /srv, say).
-      // /home too: the grader's HOME is a tmpfs in its own work directory, and users' home
-      // directories (a checkout under /home/<user>) are no business of a grader.
-      // The interpreter twice: the grader starts the path as given (a link) and the kernel
-      // then opens its target; neither may be covered.
+      tmpfs.push({ path: home, sizeBytes: tmpfsBytes, mode: '0700', uid: identity.uid, gid: identity.gid });
+      // Read access to the copies only: Karotte's state and the host outside its system part
+      // are covered, except where the grader's own inputs live (a work directory configured
+      // under /srv, say). /home too: the grader's HOME is a tmpfs in its own work directory,
+      // and users' home directories (a checkout under /home/<user>) are no business of a
+      // grader. The interpreter twice: the grader starts the path as given (a link) and the
+      // kernel then opens its target; neither may be covered.
       const needed = [
         interpreter,
         ...(await Promise.all(
@@ -417,11 +422,20 @@ async function runExecutable(
           ),
         )),
       ];
-      for (const dir of [...hostViewHidden('system'), '/home']) {
-        if (SCRATCH_DIRS.includes(dir as (typeof SCRATCH_DIRS)[number])) continue;
-        if (needed.some((p) => p === dir || p.startsWith(`${dir}/`))) continue;
-        coverPaths.push(dir);
-      }
+      const covers = [...ALWAYS_COVERED, ...hostViewHidden('system'), '/home'].filter(
+        (dir) => !needed.some((p) => p === dir || p.startsWith(`${dir}/`)),
+      );
+      const emptyFile = path.join(root, 'empty');
+      await writeFile(emptyFile, '', { mode: 0o000, flag: 'wx' });
+      plan = planMounts({
+        hostname: 'karotte-grader',
+        loopback: true,
+        tmpfs,
+        binds: [],
+        keepWritable: [scoreDir],
+        covers,
+        emptyFile,
+      });
     }
 
     const spawnedAt = performance.now();
@@ -433,19 +447,8 @@ async function runExecutable(
       outputBytes: resolved.outputBytes,
       tailBytes: TAIL_BYTES,
       sandbox:
-        sandboxed && identity !== undefined && cgroup !== undefined && binaries !== undefined
-          ? {
-              uid: identity.uid,
-              gid: identity.gid,
-              cgroup,
-              writableMount: scoreDir,
-              tmpfsPaths,
-              tmpfsBytes: resolved.tmpfsBytes ?? resolved.memoryBytes,
-              home,
-              coverPaths,
-              nofile: resolved.nofile,
-              binaries,
-            }
+        plan !== undefined && identity !== undefined && cgroup !== undefined && binaries !== undefined
+          ? { uid: identity.uid, cgroup, plan, binaries }
           : null,
       abortSignal: context.abortSignal,
     });
@@ -483,7 +486,7 @@ async function runExecutable(
     }
     if (root !== undefined && cleanupFault === undefined)
       await rm(root, { recursive: true, force: true }).catch(() => undefined);
-    if (identity !== undefined && cleanupFault === undefined) await identity.release().catch(() => undefined);
+    if (identity !== undefined && cleanupFault === undefined) identity.release();
   }
   // After the teardown, so the report says what the whole run cost, phase by phase.
   const finished = performance.now();
@@ -504,13 +507,6 @@ async function runExecutable(
 
 function round(ms: number): number {
   return Math.max(0, Math.round(ms * 10) / 10);
-}
-
-/** The signal name a shell's exit status 128 + N stands for, or null. */
-function signalOfStatus(status: number | null): string | null {
-  if (status === null || status <= 128 || status > 128 + 64) return null;
-  const name = Object.entries(osConstants.signals).find(([, number]) => number === status - 128)?.[0];
-  return name ?? null;
 }
 
 async function chownAndMode(file: string, owner: { uid: number; gid: number }, mode: number): Promise<void> {
@@ -619,9 +615,7 @@ async function judgeOutcome(
       details,
     );
   }
-  // In a sandbox the grader runs below a shell init, which reports death by signal N as
-  // exit status 128 + N.
-  const signal = result.signal ?? (resolved.isolation === 'sandbox' ? signalOfStatus(result.exitCode) : null);
+  const signal = result.signal;
   if (signal !== null) {
     return failedReport(base, context, 'SIGNAL', `grader was killed by ${signal}`, { ...details, signal });
   }

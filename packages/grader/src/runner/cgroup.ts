@@ -5,8 +5,12 @@
  */
 export interface GraderCgroup {
   readonly version: 1 | 2;
-  /** The `cgroup.procs` files a process writes `0` into to join every controller. */
-  readonly procsFiles: readonly string[];
+  /**
+   * argv prefix that runs what follows inside the group, from its first instruction: joins
+   * every controller, sets oom_score_adj 1000 and the rlimits (RLIMIT_NOFILE, no core dumps),
+   * then execs (the same pid, so nothing is ever born outside the group).
+   */
+  launchPrefix(): readonly string[];
   /** The memory limit as read back from the kernel, in bytes. */
   readonly memoryLimitBytes: number;
   /** The process limit as read back from the kernel. */

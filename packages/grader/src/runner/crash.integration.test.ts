@@ -1,5 +1,6 @@
-// If the harness dies mid-grading (SIGKILL), no grader process may survive it: the sandbox's
-// root init keeps unshare's --kill-child armed, and setpriv --pdeathsig kills unshare.
+// If the harness dies mid-grading (SIGKILL), no grader process may survive it: the world's
+// PID 1 holds the harness's pipe, and when the harness dies the pipe ends, PID 1 returns, and
+// the kernel kills every process of the namespace.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,8 +20,8 @@ const [lockDir, program] = process.argv.slice(2);
 const judge = createExecutableJudge({ program, timeoutMs: 600000, uidLockDir: lockDir });
 void judge.evaluate({ submissionDir: null, hiddenDir: null, finalAnswer: null, abortSignal: new AbortController().signal, path: 'x' });
 const timer = setInterval(() => {
-  const uids = fs.existsSync(lockDir) ? fs.readdirSync(lockDir) : [];
-  if (uids.length > 0) { process.stdout.write(uids[0] + '\\n'); clearInterval(timer); }
+  const uids = (fs.existsSync(lockDir) ? fs.readdirSync(lockDir) : []).filter((n) => /^\\d+\\.lock$/.test(n));
+  if (uids.length > 0) { process.stdout.write(parseInt(uids[0], 10) + '\\n'); clearInterval(timer); }
 }, 20);
 `;
 

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { KarotteError } from '@karotte/base';
 import { createGroup } from '@karotte/limits';
 import type { LimitEvent } from '@karotte/limits';
@@ -17,6 +16,7 @@ import type { CgroupStats, GraderCgroup } from './cgroup.js';
 export async function createLimitsCgroup(options: {
   readonly memoryBytes: number;
   readonly pids: number;
+  readonly nofile: number;
   readonly label: string;
 }): Promise<GraderCgroup> {
   const name = `karotte-grader-${options.label.replace(/[^A-Za-z0-9_]/g, '_')}-${randomBytes(6).toString('hex')}`;
@@ -25,7 +25,8 @@ export async function createLimitsCgroup(options: {
     group = await createGroup({
       name,
       memoryBytes: options.memoryBytes,
-      pidsMax: options.pids,
+      pids: options.pids,
+      rlimits: { nofile: options.nofile, coreBytes: 0 },
       eventPollMs: 0,
     });
   } catch (error) {
@@ -45,7 +46,7 @@ export async function createLimitsCgroup(options: {
     events.filter((e) => e.limit === limit).reduce((sum, e) => sum + e.count, 0);
   return {
     version: group.backend === 'cgroup-v2' ? 2 : 1,
-    procsFiles: group.dirs.map((dir) => path.join(dir, 'cgroup.procs')),
+    launchPrefix: () => group.launchPrefix(),
     memoryLimitBytes: group.limits.memoryBytes,
     pidsLimit: group.limits.pidsMax,
     killAll: async () => {

@@ -1,27 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  constants,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
 import {
   BadArgumentError,
-  bootId,
   isSameProcessAlive,
   killPid,
   parseMountInfo,
   parseOptions,
   processesOfUid,
   readProcessStatus,
-  resolveTrustedBinary,
 } from '@karotte/base';
 import {
   allowListLinkExists,
@@ -34,26 +21,8 @@ import { resolveSandboxBinaries, type SandboxBinaries } from './confinement/bina
 import { buildStudentEnv, type EnvRemoval } from './env.js';
 import { SandboxError } from './errors.js';
 import { createFileTools, type SandboxFiles } from './file-tools.js';
-import {
-  allocateLease,
-  listLeaseFiles,
-  reclaimStaleLease,
-  type IdentityLease,
-  type LeaseFile,
-  type LeaseRecord,
-} from './confinement/lease.js';
-import { runInside } from './confinement/run.js';
-import {
-  FORBIDDEN_TARGETS,
-  NETWORK_PROBE_SCRIPT,
-  dnsServers,
-  hostAddresses,
-  judgeNetwork,
-  parseProbeOutput,
-  probeArguments,
-  type NetworkTarget,
-  type NetworkVerdict,
-} from './network.js';
+import { allocateLease, type IdentityLease } from './confinement/lease.js';
+import { type NetworkVerdict } from './network.js';
 import {
   execOptionsSchema,
   sandboxOptionsSchema,
@@ -65,271 +34,29 @@ import {
   createLimits,
   reapStudent,
   reclaimIpc,
-  recoverLimitLeftovers,
   type ConfirmedReapRecord,
   type EpisodeLimits,
-  type KillableGroup,
   type LimitEvent,
 } from './seams.js';
 import { PersistentShell, type ExecResult } from './shell.js';
 import { ensureRootOnlyDir } from './state-dir.js';
 import { World } from './confinement/world.js';
+import { checkWorldNetwork } from './network-check.js';
+import { NO_SHELL_NOTICE, RESTART_NOTICE, notStarted } from './notices.js';
+import { passwdFiles } from './passwd.js';
+import {
+  leaseDir,
+  listLeases,
+  reclaimDeadSandbox,
+  reclaimStaleSandboxes,
+  type Manifest,
+} from './recovery.js';
+import { pickStudentNode, resolvedHidden, studentNodeCandidates } from './student-node.js';
+import type { AppliedLimits, RestartReport, Sandbox, SandboxHandle, TeardownReport } from './types.js';
+
+export { listLeases, reclaimStaleSandboxes };
+export type { AppliedLimits, RestartReport, Sandbox, SandboxHandle, TeardownReport };
 import { ALWAYS_COVERED, hostViewHidden, planMounts, type MountPlan } from './confinement/plan.js';
-
-/** A sandbox's limits as read back from the kernel. */
-export interface AppliedLimits {
-  readonly memoryBytes: number;
-  readonly pids: number;
-  /** CPU weight, or null where the host gives none. */
-  readonly cpuWeight: number | null;
-  readonly diskBytes: number;
-  readonly diskInodes: number;
-}
-
-/** The student of a sandbox as a reaper needs it. */
-export interface SandboxHandle {
-  readonly uid: number;
-  /** The student's working directory on the host. */
-  readonly workDir: string;
-  /** The episode's group: an atomic kill of every member, and its members. */
-  readonly group: KillableGroup;
-}
-
-/** What destroy() did. */
-export interface TeardownReport {
-  /** The reaper's record (confirmedEmpty true when no student process was alive at the end). */
-  readonly reap: ConfirmedReapRecord | undefined;
-  /** Limit hits of the episode (memory, pids, disk), for the verdict. */
-  readonly limitEvents: readonly LimitEvent[];
-  /** What could not be removed (empty on success). */
-  readonly leftovers: readonly string[];
-  readonly durationMs: number;
-}
-
-/** What restart() did. */
-export interface RestartReport {
-  /** The network check of the new world (also the sandbox's `networkCheck` now). */
-  readonly networkCheck: NetworkVerdict;
-  readonly durationMs: number;
-}
-
-/** Crash-recovery record of one sandbox, in `<stateDir>/<id>/manifest.json`. */
-const manifestSchema = z
-  .object({
-    sandboxId: z.string(),
-    uid: z.number().int(),
-    initPid: z.number().int(),
-    initStartTime: z.number().int(),
-    /** The boot the init ran in; absent in manifests of earlier versions (read as this boot). */
-    initBootId: z.string().min(1).max(64).optional(),
-    veth: z.object({ hostEnd: z.string(), peerNetns: z.string().nullable() }).strict().nullable(),
-  })
-  .strict();
-type Manifest = z.infer<typeof manifestSchema>;
-
-/** One student world: identity, namespaces, limits, shell and file tools. */
-export interface Sandbox {
-  readonly id: string;
-  readonly uid: number;
-  readonly gid: number;
-  readonly userName: string;
-  /** The working directory as the student sees it (`/home/<userName>`), also $HOME. */
-  readonly studentWorkDir: string;
-  /** The same directory on the host (the quota's mount point): copy task files in, take custody out. */
-  readonly workDir: string;
-  /** The network check taken before the first step (taken again, and replaced, at every restart). */
-  readonly networkCheck: NetworkVerdict;
-  /**
-   * The limits as the kernel read them back (never as requested). The group and quota
-   * themselves stay the sandbox's: nobody else can remove them behind its back.
-   */
-  readonly appliedLimits: AppliedLimits;
-  /** The student as the grader reaps and collects it: uid, the group (kill and list only), workDir. */
-  readonly handle: SandboxHandle;
-  /** Where the episode's cgroup group lives (one directory per controller on v1), for audits. */
-  readonly cgroupDirs: readonly string[];
-  /**
-   * The limit hits so far (memory, pids, disk), in order of first sight: the record for the
-   * verdict. A rejection is a host fault: never grade as if no limit was hit.
-   */
-  limitEvents(): Promise<LimitEvent[]>;
-  /** Environment variables removed or changed on their way to the student, with reasons. */
-  readonly envRemovals: readonly EnvRemoval[];
-  /**
-   * Run a command in the student's persistent shell. Outcomes (timeouts, exits, a killed shell)
-   * are data. When every process of the sandbox has been stopped since the last command (a reap
-   * between steps, the OOM killer, `restart()`), the world is rebuilt first for the same uid,
-   * working directory and limits, and the result says so (`restarted`, `notice`). Commands are
-   * queued.
-   * @throws SandboxError `DESTROYED` after destroy() (a caller bug); `SETUP_FAILED` or
-   *   `NETWORK_NOT_ISOLATED` when a needed rebuild fails (a host fault, never the student's doing).
-   * @throws BadArgumentError for a non-string command, a NUL byte or invalid options.
-   */
-  exec(command: string, options?: ExecOptions): Promise<ExecResult>;
-  /** File tools acting as the student inside the sandbox (a dead world is rebuilt first, as for exec). */
-  readonly files: SandboxFiles;
-  /**
-   * Rebuild the student's world now: every process of the sandbox is killed, then new
-   * namespaces, mounts, shell and a new network check for the same uid, working directory (its
-   * files kept) and limits group. exec() does this by itself when needed; call it to pay the
-   * cost (and see a host fault) between steps. The next exec result's notice tells the student.
-   * Queued behind running commands.
-   * @throws SandboxError `DESTROYED` after destroy(); `SETUP_FAILED`, `NETWORK_NOT_ISOLATED`.
-   */
-  restart(): Promise<RestartReport>;
-  /**
-   * Kill every student process and prove it (before custody). Returns the same record until
-   * the sandbox is used again (the next exec rebuilds it, and a later reap reaps that world).
-   * destroy() calls it.
-   */
-  reap(): Promise<ConfirmedReapRecord>;
-  /** Remove everything: processes, namespaces, mounts, cgroups, veth, identity. Idempotent (the same report). */
-  destroy(): Promise<TeardownReport>;
-}
-
-function studentNodeCandidates(explicit: string | undefined): string[] {
-  if (explicit !== undefined) return [explicit];
-  const out = [process.execPath];
-  try {
-    out.push(resolveTrustedBinary('node'));
-  } catch {
-    // none installed system-wide
-  }
-  return out;
-}
-
-/**
- * A Node.js executable the student can run inside the sandbox: not under a covered or
- * replaced directory, every ancestor traversable by others, the file readable and executable
- * by others.
- */
-function pickStudentNode(candidates: readonly string[], hidden: readonly string[]): string | undefined {
-  for (const candidate of candidates) {
-    let real: string;
-    try {
-      real = realpathSync(candidate);
-    } catch {
-      continue;
-    }
-    const blocked = [...hidden, '/tmp', '/dev/shm', '/home'].some(
-      (dir) =>
-        real === dir ||
-        real.startsWith(`${dir.replace(/\/$/, '')}/`) ||
-        candidate.startsWith(`${dir.replace(/\/$/, '')}/`),
-    );
-    if (blocked) continue;
-    let ok = true;
-    for (let dir = path.dirname(real); ; dir = path.dirname(dir)) {
-      if ((statSync(dir).mode & constants.S_IXOTH) === 0) ok = false;
-      if (dir === '/') break;
-    }
-    const mode = statSync(real).mode;
-    if ((mode & constants.S_IXOTH) === 0 || (mode & constants.S_IROTH) === 0) ok = false;
-    if (ok) return candidate;
-  }
-  return undefined;
-}
-
-function resolvedHidden(paths: readonly string[]): string[] {
-  const out = new Set<string>();
-  for (const raw of paths) {
-    out.add(raw);
-    try {
-      out.add(realpathSync(raw));
-    } catch {
-      // missing: covered only if it appears later under its given name (it is skipped then)
-    }
-  }
-  return [...out];
-}
-
-/** Reclaim a dead harness's sandbox from its manifest and leases. */
-async function reclaimDeadSandbox(
-  stateDir: string,
-  record: LeaseRecord | undefined,
-  uid: number,
-): Promise<void> {
-  const ip = resolveTrustedBinary('ip');
-  let manifest: Manifest | undefined;
-  const dir = record === undefined ? undefined : path.join(stateDir, record.sandboxId);
-  if (dir !== undefined) {
-    try {
-      const text = readFileSync(path.join(dir, 'manifest.json'), 'utf8');
-      // eslint-disable-next-line no-restricted-syntax -- root-only file this package wrote, validated by the schema
-      const parsed = manifestSchema.safeParse(JSON.parse(text));
-      if (parsed.success) manifest = parsed.data;
-    } catch {
-      // no manifest yet: the harness died before the namespaces existed
-    }
-  }
-  if (
-    manifest !== undefined &&
-    manifest.initPid > 1 &&
-    isSameProcessAlive({
-      pid: manifest.initPid,
-      startTicks: manifest.initStartTime,
-      bootId: manifest.initBootId ?? bootId(),
-    })
-  ) {
-    killPid(manifest.initPid);
-  }
-  await recoverLimitLeftovers();
-  const record2 = await reapStudent({ uid, limits: undefined, initPid: undefined, deadlineMs: 30_000 });
-  if (!record2.confirmedEmpty) {
-    throw new SandboxError('TEARDOWN_INCOMPLETE', `processes of leftover uid ${uid} could not be reaped`);
-  }
-  if (manifest?.veth) {
-    await tearDownAllowList({
-      ip,
-      hostEnd: manifest.veth.hostEnd,
-      peerNetns: manifest.veth.peerNetns ?? undefined,
-    });
-  }
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-}
-
-/** The uid lock files of the sandboxes of `stateDir`. */
-function leaseDir(stateDir: string): string {
-  return path.join(stateDir, 'uids');
-}
-
-/** Every sandbox uid lease in `stateDir`, with whether its harness is gone. */
-export function listLeases(stateDir: string): LeaseFile[] {
-  return listLeaseFiles(leaseDir(stateDir));
-}
-
-/** Reclaim every lease in `stateDir` whose harness died. Returns the uids reclaimed. */
-export async function reclaimStaleSandboxes(stateDir: string): Promise<number[]> {
-  const out: number[] = [];
-  for (const lease of listLeases(stateDir)) {
-    if (!lease.stale) continue;
-    if (
-      await reclaimStaleLease(leaseDir(stateDir), lease.uid, (record, uid) =>
-        reclaimDeadSandbox(stateDir, record, uid),
-      )
-    ) {
-      out.push(lease.uid);
-    }
-  }
-  return out;
-}
-
-function passwdFiles(
-  userName: string,
-  uid: number,
-  home: string,
-  shell: string,
-): { passwd: string; group: string } {
-  return {
-    passwd: [
-      'root:x:0:0:root:/root:/usr/sbin/nologin',
-      'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin',
-      `${userName}:x:${uid}:${uid}:karotte student:${home}:${shell}`,
-      '',
-    ].join('\n'),
-    group: ['root:x:0:', 'nogroup:x:65534:', `${userName}:x:${uid}:`, ''].join('\n'),
-  };
-}
 
 /**
  * Create a sandbox and prove it holds before returning: a fresh uid, its own PID, mount, IPC,
@@ -390,32 +117,6 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     throw error;
   }
   return sandbox;
-}
-
-/** Told to the student with the first result after its world was rebuilt. */
-const RESTART_NOTICE =
-  'The sandbox was restarted before this command: every process of it had been stopped (between steps, by a limit such as memory, or by a restart). Files in the working directory are kept; the shell, the current directory, variables, background jobs, /tmp and /dev/shm are new.';
-
-/** Told to the student when its world was replaced because no shell could start in it. */
-const NO_SHELL_NOTICE =
-  'The sandbox was restarted before this command: no shell could start in it (its memory was full, for example with files in /tmp or /dev/shm, which count against the memory limit). Files in the working directory are kept; the shell, the current directory, variables, background jobs, /tmp and /dev/shm are new.';
-
-/** The result when not even a fresh world could start a shell (the limits leave no room for one). */
-function notStarted(durationMs: number): ExecResult {
-  return {
-    stdout: '',
-    stderr: '',
-    exitCode: null,
-    timedOut: false,
-    aborted: false,
-    stdoutTruncated: false,
-    stderrTruncated: false,
-    stdoutBytes: 0,
-    stderrBytes: 0,
-    durationMs: Math.round(durationMs),
-    restarted: true,
-    notice: 'The command did not run: no shell could start in the sandbox, even after restarting it twice.',
-  };
 }
 
 class SandboxImpl implements Sandbox {
@@ -617,7 +318,12 @@ class SandboxImpl implements Sandbox {
       });
     }
     this.newShell(world).prestart();
-    const verdict = await this.checkNetwork(world);
+    const verdict = await checkWorldNetwork({
+      world,
+      uid: this.uid,
+      bins: this.bins,
+      network: this.options.network,
+    });
     this.networkCheck = verdict;
     if (!verdict.ok) {
       throw new SandboxError(
@@ -731,48 +437,6 @@ class SandboxImpl implements Sandbox {
       }
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-  }
-
-  private async checkNetwork(world: World): Promise<NetworkVerdict> {
-    const started = performance.now();
-    const mode = this.options.network.mode;
-    const allowed =
-      mode === 'allowList' ? this.options.network.allow.map((endpoint) => endpoint.address) : [];
-    const targets: NetworkTarget[] = [...FORBIDDEN_TARGETS, ...hostAddresses(), ...dnsServers()].filter(
-      (target) => !allowed.includes(target.address),
-    );
-    for (const address of allowed)
-      targets.push({ label: 'allowed', address, family: 4, expected: 'reachable' });
-    const output = await runInside({
-      world,
-      uid: this.uid,
-      program: [
-        this.bins.env,
-        '-i',
-        '-C',
-        '/',
-        'PATH=/usr/bin:/bin',
-        'LC_ALL=C',
-        this.bins.bash,
-        '--noprofile',
-        '--norc',
-        '-c',
-        NETWORK_PROBE_SCRIPT,
-        'karotte-netcheck',
-        ...probeArguments(targets),
-      ],
-      stdin: '',
-      timeoutMs: 60_000,
-      maxStdoutBytes: 256 * 1024,
-    });
-    const findings = parseProbeOutput(output.stdout.toString('utf8'), targets);
-    if (findings === undefined) {
-      throw new SandboxError(
-        'SETUP_FAILED',
-        `the network check did not finish: ${output.stderr.slice(0, 1000) || `exit ${String(output.exitCode ?? output.signal)}${output.timedOut ? ' (timed out)' : ''}`}`,
-      );
-    }
-    return judgeNetwork(mode, findings, Math.round(performance.now() - started));
   }
 
   limitEvents(): Promise<LimitEvent[]> {

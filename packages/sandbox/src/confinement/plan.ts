@@ -113,8 +113,13 @@ export function planMounts(spec: MountSpec): MountPlan {
   const mounted = [...spec.tmpfs.map((m) => m.path), ...spec.binds.map((b) => b.target)];
   const keep = spec.keepWritable ?? [];
   const isDirectory = (p: string): boolean => statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
-  const candidates = [...new Set(spec.covers)].filter((cover) => !mounted.includes(cover) && !keep.includes(cover));
-  const covers = [...candidates.filter((c) => !isDirectory(c)).sort(), ...candidates.filter(isDirectory).sort()];
+  const candidates = [...new Set(spec.covers)].filter(
+    (cover) => !mounted.includes(cover) && !keep.includes(cover),
+  );
+  const covers = [
+    ...candidates.filter((c) => !isDirectory(c)).sort(),
+    ...candidates.filter(isDirectory).sort(),
+  ];
   const replaced = [...new Set(['/proc', '/sys', ...mounted, ...keep])];
   const d: string[] = [];
   if (spec.loopback) d.push('lo');
@@ -127,11 +132,20 @@ export function planMounts(spec: MountSpec): MountPlan {
     d.push('tmpfs', m.path, `size=${m.sizeBytes},mode=${m.mode}${owner},nosuid,nodev`);
   }
   for (const b of spec.binds) {
-    d.push('bind', b.source, b.target, `${b.writable ? '' : 'ro,'}nosuid,nodev${b.noexec === true ? ',noexec' : ''}`);
+    d.push(
+      'bind',
+      b.source,
+      b.target,
+      `${b.writable ? '' : 'ro,'}nosuid,nodev${b.noexec === true ? ',noexec' : ''}`,
+    );
   }
   for (const cover of covers) d.push('cover', cover, spec.emptyFile);
   return {
     directives: d,
-    writable: [...spec.tmpfs.map((m) => m.path), ...spec.binds.filter((b) => b.writable).map((b) => b.target), ...keep],
+    writable: [
+      ...spec.tmpfs.map((m) => m.path),
+      ...spec.binds.filter((b) => b.writable).map((b) => b.target),
+      ...keep,
+    ],
   };
 }

@@ -115,13 +115,45 @@ describe('copyTree keeps holes', () => {
   });
 });
 
+describe('copyTree copies sparse files under any name', () => {
+  it('a sparse file whose name is not UTF-8 (with a newline and a leading dash) keeps name and holes', async () => {
+    const source = tempDir('grader-sparse-src');
+    cleanups.push(source.cleanup);
+    const name = Buffer.from([0x2d, 0x66, 0xff, 0x0a, 0x62]); // "-f\xff\nb"
+    const sourceFile = Buffer.concat([Buffer.from(`${source.dir}/`), name]);
+    const fd = fs.openSync(sourceFile, 'wx', 0o600);
+    fs.ftruncateSync(fd, 512 * MiB);
+    fs.writeSync(fd, block(7 * MiB), 0, 4 * KiB, 7 * MiB);
+    fs.closeSync(fd);
+    const target = tmpfsDir('grader-sparse-dst', 'size=64m,mode=0700');
+    cleanups.push(target.cleanup);
+    const destination = path.join(target.dir, 'copy');
+
+    expect(await copyTree(source.dir, destination, owner)).toMatchObject({ ok: true, entries: 1 });
+
+    const names = fs.readdirSync(destination, { encoding: 'buffer' });
+    expect(names).toEqual([name]);
+    const copy = Buffer.concat([Buffer.from(`${destination}/`), name]);
+    expect(fs.statSync(copy).size).toBe(512 * MiB);
+    expect(fs.statSync(copy).blocks * 512).toBeLessThanOrEqual(64 * KiB);
+    const check = fs.openSync(copy, 'r');
+    const data = Buffer.alloc(4 * KiB);
+    fs.readSync(check, data, 0, 4 * KiB, 7 * MiB);
+    fs.closeSync(check);
+    expect(data).toEqual(block(7 * MiB));
+  });
+});
+
 describe('copyTree is bounded by allocated bytes', () => {
   it('a 10 GiB sparse file fits a 1 MiB allocation budget (its apparent size is not the measure)', async () => {
     const source = sourceTree();
-    const target = tempDir('grader-sparse-dst');
+    const target = tmpfsDir('grader-sparse-dst', 'size=256m,mode=0700');
     cleanups.push(target.cleanup);
-    const copied = await copyTree(source, path.join(target.dir, 'copy'), { ...owner, maxAllocatedBytes: MiB });
-    expect(copied.ok).toBe(true);
+    const copied = await copyTree(source, path.join(target.dir, 'copy'), {
+      ...owner,
+      maxAllocatedBytes: MiB,
+    });
+    expect(copied).toMatchObject({ ok: true, entries: 4 });
   });
 
   it('a tree allocating more than the budget is refused before the copy passes it', async () => {
@@ -133,21 +165,28 @@ describe('copyTree is bounded by allocated bytes', () => {
     const target = tempDir('grader-dense-dst');
     cleanups.push(target.cleanup);
     const destination = path.join(target.dir, 'copy');
-    const copied = await copyTree(source.dir, destination, { ...owner, maxAllocatedBytes: 2 * MiB + 512 * KiB });
+    const copied = await copyTree(source.dir, destination, {
+      ...owner,
+      maxAllocatedBytes: 2 * MiB + 512 * KiB,
+    });
     expect(copied).toEqual({
       ok: false,
       message: expect.stringContaining('more than 2621440 bytes') as unknown,
     });
     // Two of the three files were copied at most: the third would have passed the budget.
-    const written = fs.readdirSync(destination).reduce((sum, name) => sum + allocated(path.join(destination, name)), 0);
+    const written = fs
+      .readdirSync(destination)
+      .reduce((sum, name) => sum + allocated(path.join(destination, name)), 0);
     expect(written).toBeLessThanOrEqual(2 * MiB + 512 * KiB);
   });
 
   it('refuses a budget that is not a non-negative integer', async () => {
     const source = tempDir('grader-dense-src');
     cleanups.push(source.cleanup);
+    const target = tempDir('grader-dense-dst');
+    cleanups.push(target.cleanup);
     await expect(
-      copyTree(source.dir, path.join(source.dir, 'copy'), { ...owner, maxAllocatedBytes: -1 }),
+      copyTree(source.dir, path.join(target.dir, 'copy'), { ...owner, maxAllocatedBytes: -1 }),
     ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', field: 'maxAllocatedBytes' });
   });
 });

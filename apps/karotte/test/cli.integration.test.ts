@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_STATE_DIR, listLeases } from '@karotte/sandbox';
+import { DEFAULT_SANDBOX_STATE_DIR, listLeases } from '@karotte/sandbox';
 import { pidsOfUid } from '../../../test/support/index.js';
 import { npmCommand } from '../../../scripts/tools.mjs';
 
@@ -109,7 +109,7 @@ const CGROUP_CONTROLLERS = ['memory', 'pids', 'freezer', 'cpu,cpuacct', 'unified
 function leftovers(uid: number, harnessPid: number, sandboxId?: string): string[] {
   const found: string[] = [];
   if (pidsOfUid(uid).length > 0) found.push(`processes of uid ${uid}`);
-  if (listLeases(DEFAULT_STATE_DIR).some((lease) => lease.uid === uid)) found.push(`the lease of uid ${uid}`);
+  if (listLeases(DEFAULT_SANDBOX_STATE_DIR).some((lease) => lease.uid === uid)) found.push(`the lease of uid ${uid}`);
   const tags = [`karotte-${harnessPid}-`, ...(sandboxId === undefined ? [] : [`karotte-${sandboxId}`])];
   const mounts = fs.readFileSync('/proc/self/mountinfo', 'utf8');
   for (const tag of tags) if (mounts.includes(tag)) found.push(`a mount named ${tag}`);
@@ -395,7 +395,7 @@ describe('karotte run (contract sections 2 to 6)', () => {
     const events = lines.slice(0, -1).map((line) => JSON.parse(line) as { seq: number; type: string });
     expect(events.map((event) => event.seq)).toEqual(events.map((_, i) => i));
     expect(events.map((event) => event.type)).toContain('tool_call');
-    const lease = listLeases(DEFAULT_STATE_DIR).find((candidate) => candidate.uid === uid);
+    const lease = listLeases(DEFAULT_SANDBOX_STATE_DIR).find((candidate) => candidate.uid === uid);
     expect(lease).toBeDefined();
     expect(leftovers(uid, child.pid!, lease!.record?.sandboxId).length).toBeGreaterThan(1);
     const second = run(

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { taskJsonSchema } from '@karotte/core';
-import { DEFAULT_STATE_DIR, listLeases } from '@karotte/sandbox';
+import { DEFAULT_SANDBOX_STATE_DIR, listLeases } from '@karotte/sandbox';
 import { pidsOfUid } from '../../../test/support/index.js';
 
 const app = path.resolve(import.meta.dirname, '..');
@@ -123,7 +123,7 @@ async function expectVerdict(limit: Limit, value: number): Promise<void> {
   expect(started.limits[limit]).toBe(value);
   const uid = result.sandbox.uid!;
   expect(pidsOfUid(uid)).toEqual([]);
-  expect(listLeases(DEFAULT_STATE_DIR).some((lease) => lease.uid === uid)).toBe(false);
+  expect(listLeases(DEFAULT_SANDBOX_STATE_DIR).some((lease) => lease.uid === uid)).toBe(false);
 }
 
 describe('validate and run agree on every limit of task.json', () => {

@@ -2,7 +2,7 @@ import { readlinkSync } from 'node:fs';
 import { z } from 'zod';
 import { MiB, parseOptions } from '@karotte/base';
 import { SandboxError } from './errors.js';
-import { DEFAULT_STATE_DIR } from './options.js';
+import { DEFAULT_SANDBOX_STATE_DIR } from './options.js';
 import { createSandbox, type Sandbox } from './sandbox.js';
 import { probeHostLimits } from './seams.js';
 
@@ -32,7 +32,7 @@ export interface HostCheck {
 export const checkHostOptionsSchema = z
   .object({
     /** State directory of the probe sandbox. @default '/run/karotte/sandbox' */
-    stateDir: z.string().startsWith('/').default(DEFAULT_STATE_DIR),
+    stateDir: z.string().startsWith('/').default(DEFAULT_SANDBOX_STATE_DIR),
     /** Cancels the check. */
     abortSignal: z.instanceof(AbortSignal).optional(),
   })

@@ -44,12 +44,3 @@ export class SandboxError extends defineKarotteError({ name: 'SandboxError', cod
     this.detail = options.detail;
   }
 }
-
-/**
- * True for a {@link SandboxError} from any installed copy of this package (its marker, never
- * its `name`).
- * @deprecated Use `SandboxError.isInstance(value)`, the guard every Karotte error class has.
- */
-export function isSandboxError(value: unknown): value is SandboxError {
-  return SandboxError.isInstance(value);
-}

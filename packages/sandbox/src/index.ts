@@ -1,5 +1,4 @@
 export { createSandbox, reclaimStaleSandboxes, listLeases } from './sandbox.js';
-export { ALWAYS_COVERED, SYSTEM_ROOTS, hostViewHidden } from './confinement/plan.js';
 export type { Sandbox, AppliedLimits, SandboxHandle, TeardownReport, RestartReport } from './sandbox.js';
 export {
   sandboxOptionsSchema,
@@ -9,7 +8,7 @@ export {
   execOptionsSchema,
   DEFAULT_FIRST_UID,
   DEFAULT_UID_COUNT,
-  DEFAULT_STATE_DIR,
+  DEFAULT_SANDBOX_STATE_DIR,
 } from './options.js';
 export type { SandboxOptions, ParsedSandboxOptions, ExecOptions } from './options.js';
 export type { ExecResult } from './shell.js';
@@ -34,8 +33,6 @@ export type {
 export { networkVerdictSchema, networkProbeSchema, FORBIDDEN_TARGETS } from './network.js';
 export type { NetworkVerdict, NetworkProbe, NetworkTarget } from './network.js';
 export { SandboxError } from './errors.js';
-// eslint-disable-next-line @typescript-eslint/no-deprecated -- the old guard, kept for 0.1 callers until the next minor release
-export { isSandboxError } from './errors.js';
 export type { SandboxErrorCode } from './errors.js';
 export {
   sanitizeEnvironment,
@@ -45,7 +42,6 @@ export {
   DEFAULT_STUDENT_PATH,
 } from './env.js';
 export type { EnvRemoval } from './env.js';
-export { leaseRecordSchema } from './confinement/lease.js';
-export type { LeaseRecord, LeaseFile } from './confinement/lease.js';
+export type { LeaseFile } from './confinement/lease.js';
 export { checkHost, checkHostOptionsSchema, DEFENSE_NAMES } from './check.js';
 export type { HostCheck, DefenseReport, DefenseContract, CheckHostOptions } from './check.js';

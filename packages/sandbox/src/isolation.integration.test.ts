@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { createSandbox, hostViewHidden, type Sandbox } from './index.js';
+import { hostViewHidden } from './confinement/plan.js';
+import { createSandbox, type Sandbox } from './index.js';
 import { pidsOfUid, waitFor } from '../../../test/support/index.js';
 
 let box: Sandbox;

@@ -14,7 +14,7 @@ export const DEFAULT_FIRST_UID = 2_000_000_000;
 /** Size of the reserved uid range. */
 export const DEFAULT_UID_COUNT = 1_000_000;
 /** Where leases and per-sandbox state live (root-only 0700, covered inside every sandbox). */
-export const DEFAULT_STATE_DIR = '/run/karotte/sandbox';
+export const DEFAULT_SANDBOX_STATE_DIR = '/run/karotte/sandbox';
 
 const absolutePath = z
   .string()
@@ -158,7 +158,7 @@ export const sandboxOptionsSchema = z
       .strict()
       .prefault({}),
     /** Root-only directory of uid leases and per-sandbox state. @default '/run/karotte/sandbox' */
-    stateDir: absolutePath.default(DEFAULT_STATE_DIR),
+    stateDir: absolutePath.default(DEFAULT_SANDBOX_STATE_DIR),
     /** The reserved uid range (uid = gid). @default { first: 2000000000, count: 1000000 } */
     uidRange: z
       .object({

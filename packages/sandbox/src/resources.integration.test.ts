@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { DEFAULT_STATE_DIR, createSandbox, listLeases, type Sandbox } from './index.js';
+import { DEFAULT_SANDBOX_STATE_DIR, createSandbox, listLeases, type Sandbox } from './index.js';
 import { pidsOfUid, waitFor } from '../../../test/support/index.js';
 
 const made: Sandbox[] = [];
@@ -43,7 +43,7 @@ describe('resources', () => {
     );
     made.push(...boxes);
     expect(new Set(boxes.map((box) => box.uid)).size).toBe(16);
-    const leases = listLeases(DEFAULT_STATE_DIR).map((lease) => lease.uid);
+    const leases = listLeases(DEFAULT_SANDBOX_STATE_DIR).map((lease) => lease.uid);
     for (const box of boxes) expect(leases).toContain(box.uid);
     await Promise.all(boxes.map((box) => box.exec(`echo secret-of-${box.uid} > ~/mine; echo x > /tmp/t`)));
     // Each tries every other sandbox's working directory (host path) and its uid's files anywhere.
@@ -66,10 +66,10 @@ describe('resources', () => {
     const mounts = mounted();
     for (const dir of workDirs) expect(mounts).not.toContain(` ${dir} `);
     for (const dir of groupDirs) expect(fs.existsSync(dir)).toBe(false);
-    const after = listLeases(DEFAULT_STATE_DIR).map((lease) => lease.uid);
+    const after = listLeases(DEFAULT_SANDBOX_STATE_DIR).map((lease) => lease.uid);
     for (const box of boxes) {
       expect(after).not.toContain(box.uid);
-      expect(fs.existsSync(path.join(DEFAULT_STATE_DIR, box.id))).toBe(false);
+      expect(fs.existsSync(path.join(DEFAULT_SANDBOX_STATE_DIR, box.id))).toBe(false);
     }
   }, 240_000);
 

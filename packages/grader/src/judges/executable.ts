@@ -459,7 +459,7 @@ async function runExecutable(
     let readBack = { memoryBytes: resolved.memoryBytes, pids: resolved.pids };
     if (cgroup !== undefined) {
       stats = await cgroup.stats();
-      readBack = { memoryBytes: cgroup.memoryLimitBytes, pids: cgroup.pidsLimit };
+      readBack = cgroup.limits;
       // Whatever the program left behind dies here; the verdict waits for the proof.
       const emptied = await cgroup.destroy();
       cgroup = undefined;

@@ -11,10 +11,8 @@ export interface GraderCgroup {
    * then execs (the same pid, so nothing is ever born outside the group).
    */
   launchPrefix(): readonly string[];
-  /** The memory limit as read back from the kernel, in bytes. */
-  readonly memoryLimitBytes: number;
-  /** The process limit as read back from the kernel. */
-  readonly pidsLimit: number;
+  /** The limits as read back from the kernel (memory in bytes, processes). */
+  readonly limits: { readonly memoryBytes: number; readonly pids: number };
   /** Kill every process in the group, atomically with respect to fork. */
   killAll(): Promise<void>;
   /** Pids in the group (union over controllers). */

@@ -35,11 +35,11 @@ export async function createLimitsCgroup(options: {
       cause: error,
     });
   }
-  if (group.limits.pidsMax !== options.pids || group.limits.memoryBytes > options.memoryBytes) {
+  if (group.limits.pids !== options.pids || group.limits.memoryBytes > options.memoryBytes) {
     await group.remove().catch(() => undefined);
     throw new GraderError(
       'CONFINEMENT_UNAVAILABLE',
-      `grader limits did not read back (memory ${group.limits.memoryBytes}, pids ${group.limits.pidsMax})`,
+      `grader limits did not read back (memory ${group.limits.memoryBytes}, pids ${group.limits.pids})`,
     );
   }
   const count = (events: readonly LimitEvent[], limit: LimitEvent['limit']): number =>
@@ -47,8 +47,7 @@ export async function createLimitsCgroup(options: {
   return {
     version: group.backend === 'cgroup-v2' ? 2 : 1,
     launchPrefix: () => group.launchPrefix(),
-    memoryLimitBytes: group.limits.memoryBytes,
-    pidsLimit: group.limits.pidsMax,
+    limits: { memoryBytes: group.limits.memoryBytes, pids: group.limits.pids },
     killAll: async () => {
       await group.killAll();
     },

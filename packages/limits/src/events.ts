@@ -21,6 +21,7 @@ export const LIMIT_NAMES = [
   'nofile',
   'core',
   'fsize',
+  'memlock',
   'oom_score_adj',
 ] as const;
 /** One of {@link LIMIT_NAMES}. */

@@ -63,7 +63,7 @@ export const groupOptionsSchema = z
      * @default DEFAULT_CPU_WEIGHT (100)
      */
     cpuWeight: limitRules.cpuWeight.optional(),
-    /** Per-process limits applied by {@link LimitGroup.launchPrefix}. @default { nofile: 4096, coreBytes: 0 } */
+    /** Per-process limits applied by {@link LimitGroup.launchPrefix}. @default { nofile: 4096, coreBytes: 0, memlockBytes: 65536 } */
     rlimits: rlimitsSchema.prefault({}),
     /** Directory of owner records (for crash recovery). @default DEFAULT_STATE_DIR ('/run/karotte') */
     stateDir: absolutePath.default(DEFAULT_STATE_DIR),

@@ -98,15 +98,19 @@ describe('launch prefix', () => {
     ).toEqual([
       '--nofile=10:10',
       '--core=0:0',
+      '--memlock=5:5',
       '--fsize=1:1',
       '--nproc=2:2',
       '--stack=3:3',
       '--as=4:4',
       '--cpu=2:2',
-      '--memlock=5:5',
       '--msgqueue=6:6',
     ]);
-    expect(prlimitArgs(rlimitsSchema.parse({}))).toEqual(['--nofile=4096:4096', '--core=0:0']);
+    expect(prlimitArgs(rlimitsSchema.parse({}))).toEqual([
+      '--nofile=4096:4096',
+      '--core=0:0',
+      '--memlock=65536:65536',
+    ]);
   });
 
   it('createLaunchPrefix (no group) resolves trusted binaries and joins nothing', () => {

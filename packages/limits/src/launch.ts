@@ -8,7 +8,7 @@
 import { parseOptions, resolveTrustedBinary } from '@karotte/base';
 import { z } from 'zod';
 import launchScript from './programs/launch.sh?raw';
-import { DEFAULT_NOFILE, MAX_NOFILE, limitRules } from './spec.js';
+import { DEFAULT_MEMLOCK_BYTES, DEFAULT_NOFILE, MAX_NOFILE, limitRules } from './spec.js';
 
 /**
  * The constant script of the launch prefix (programs/launch.sh). Positional arguments:
@@ -45,8 +45,12 @@ export const rlimitsSchema = z
     addressSpaceBytes: z.number().int().positive().optional(),
     /** RLIMIT_CPU, rounded up to whole seconds. @default unset */
     cpuMs: z.number().int().positive().optional(),
-    /** RLIMIT_MEMLOCK. @default unset */
-    memlockBytes: z.number().int().nonnegative().optional(),
+    /**
+     * RLIMIT_MEMLOCK: locked memory, and the bound of perf ring buffers (pinned outside a v1
+     * memory cgroup). Low by default; the host's is usually 8 MiB.
+     * @default DEFAULT_MEMLOCK_BYTES (64 KiB)
+     */
+    memlockBytes: limitRules.memlockBytes.default(DEFAULT_MEMLOCK_BYTES),
     /** RLIMIT_MSGQUEUE (POSIX message queue bytes). @default unset */
     msgqueueBytes: z.number().int().nonnegative().optional(),
   })
@@ -60,13 +64,16 @@ export type Rlimits = z.output<typeof rlimitsSchema>;
 /** `prlimit` arguments for `rlimits` (each `--resource=soft:hard`). */
 export function prlimitArgs(rlimits: Rlimits): string[] {
   const pair = (value: number): string => `${value}:${value}`;
-  const args = [`--nofile=${pair(rlimits.nofile)}`, `--core=${pair(rlimits.coreBytes)}`];
+  const args = [
+    `--nofile=${pair(rlimits.nofile)}`,
+    `--core=${pair(rlimits.coreBytes)}`,
+    `--memlock=${pair(rlimits.memlockBytes)}`,
+  ];
   if (rlimits.fsizeBytes !== undefined) args.push(`--fsize=${pair(rlimits.fsizeBytes)}`);
   if (rlimits.nproc !== undefined) args.push(`--nproc=${pair(rlimits.nproc)}`);
   if (rlimits.stackBytes !== undefined) args.push(`--stack=${pair(rlimits.stackBytes)}`);
   if (rlimits.addressSpaceBytes !== undefined) args.push(`--as=${pair(rlimits.addressSpaceBytes)}`);
   if (rlimits.cpuMs !== undefined) args.push(`--cpu=${pair(Math.ceil(rlimits.cpuMs / 1000))}`);
-  if (rlimits.memlockBytes !== undefined) args.push(`--memlock=${pair(rlimits.memlockBytes)}`);
   if (rlimits.msgqueueBytes !== undefined) args.push(`--msgqueue=${pair(rlimits.msgqueueBytes)}`);
   return args;
 }
@@ -107,7 +114,7 @@ export function buildLaunchPrefix(
 /** Options of {@link createLaunchPrefix}. Strict. */
 export const launchPrefixOptionsSchema = z
   .object({
-    /** Per-process limits. @default { nofile: 4096, coreBytes: 0 } */
+    /** Per-process limits. @default { nofile: 4096, coreBytes: 0, memlockBytes: 65536 } */
     rlimits: rlimitsSchema.prefault({}),
   })
   .strict();

@@ -13,6 +13,7 @@ import type { LimitGroup } from './group.js';
 import { createGroup } from './group.js';
 import { buildLaunchPrefix, resolveLaunchBinaries, rlimitsSchema } from './launch.js';
 import { createQuota } from './quota.js';
+import { DEFAULT_MEMLOCK_BYTES } from './spec.js';
 
 /** Options of {@link probe}. Strict. */
 export const probeOptionsSchema = z
@@ -192,6 +193,7 @@ export async function probe(options: ProbeOptions = {}): Promise<ProbeResult> {
   rlimit('nofile', 'Max open files', PROBE_NOFILE, 'RLIMIT_NOFILE');
   rlimit('core', 'Max core file size', 0, 'RLIMIT_CORE');
   rlimit('fsize', 'Max file size', PROBE_FSIZE, 'RLIMIT_FSIZE');
+  rlimit('memlock', 'Max locked memory', DEFAULT_MEMLOCK_BYTES, 'RLIMIT_MEMLOCK');
   const adjustment = selfReport.split('\n').find((line) => /^-?\d+$/.test(line.trim()));
   limits.oom_score_adj =
     adjustment?.trim() === String(STUDENT_OOM_SCORE_ADJ)

@@ -32,7 +32,12 @@ describe('studentLimitsSchema', () => {
   });
 
   it('applies one default per limit, and leaves derived ones unset', () => {
-    expect(studentLimitsSchema.parse({})).toEqual({ pids: 2048, diskBytes: GiB, nofile: 4096 });
+    expect(studentLimitsSchema.parse({})).toEqual({
+      pids: 2048,
+      diskBytes: GiB,
+      nofile: 4096,
+      memlockBytes: 65536,
+    });
   });
 
   it('is strict: a misspelled limit is an error naming it', () => {

@@ -71,6 +71,17 @@ export const DEFAULT_NOFILE = 4096;
 export const MAX_NOFILE = 1_048_576;
 
 /**
+ * RLIMIT_MEMLOCK (soft and hard) of every student process: 64 KiB, the kernel's own default
+ * for decades (raised to 8 MiB only in Linux 5.16), which honest programs live with (gpg and
+ * ssh-agent lock a few pages). Memory locked this way is pinned outside what a v1 memory
+ * cgroup counts, and perf ring buffers (`perf_event_open` + `mmap`) are bounded by it per
+ * process beyond the uid's `perf_event_mlock_kb`: with the host's 8 MiB, 2048 processes of
+ * one student pin 16 GiB; with 64 KiB, 128 MiB.
+ * @default 65536 (64 KiB)
+ */
+export const DEFAULT_MEMLOCK_BYTES = 64 * KiB;
+
+/**
  * The inode count of a quota of `diskBytes` when none is given: ext4's own ratio (one inode per
  * 16 KiB), at least 64 and at most {@link DEFAULT_DISK_INODES} (reached at the default 1 GiB).
  */
@@ -91,6 +102,7 @@ export const limitRules = {
     .max(2 ** 32 - 1),
   nofile: z.number().int().min(16).max(MAX_NOFILE),
   fsizeBytes: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  memlockBytes: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
 };
 
 /**
@@ -141,6 +153,12 @@ export const studentLimitsSchema = z
      * @default unset
      */
     fsizeBytes: limitRules.fsizeBytes.optional(),
+    /**
+     * RLIMIT_MEMLOCK of every student process: locked memory and perf ring buffers, which
+     * the kernel pins outside a v1 memory cgroup. 0 or more.
+     * @default DEFAULT_MEMLOCK_BYTES (64 KiB)
+     */
+    memlockBytes: limitRules.memlockBytes.default(DEFAULT_MEMLOCK_BYTES),
   })
   .strict();
 

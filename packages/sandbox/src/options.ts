@@ -27,7 +27,7 @@ const pids = studentLimitsSchema.shape.pids.unwrap();
 /**
  * Student limits: `studentLimitsSchema` of `@karotte/limits` (the one schema of a student's
  * limits, with its bounds and defaults: `memoryBytes`, `pids`, `cpuWeight`, `diskBytes`,
- * `diskInodes`, `nofile`, `fsizeBytes`), plus the sizes of the sandbox's own `/tmp` and
+ * `diskInodes`, `nofile`, `fsizeBytes`, `memlockBytes`), plus the sizes of the sandbox's own `/tmp` and
  * `/dev/shm`. Sizes in bytes. Strict.
  */
 export const sandboxLimitsSchema = studentLimitsSchema

@@ -39,7 +39,12 @@ export function createLimits(request: EpisodeLimitRequest): Promise<EpisodeLimit
       memoryBytes: limits.memoryBytes,
       pids: limits.pids,
       cpuWeight: limits.cpuWeight,
-      rlimits: { nofile: limits.nofile, coreBytes: 0, fsizeBytes: limits.fsizeBytes },
+      rlimits: {
+        nofile: limits.nofile,
+        coreBytes: 0,
+        fsizeBytes: limits.fsizeBytes,
+        memlockBytes: limits.memlockBytes,
+      },
       abortSignal,
     },
     quota: {

@@ -16,7 +16,10 @@ const FILE_TOOL_SCRIPT: string = fileToolScript;
 /** A refused or failed file operation: an outcome for the student, not an exception. */
 export interface FileToolFailure {
   readonly ok: false;
-  /** errno (ENOENT, EACCES, EISDIR, …) or NOT_REGULAR_FILE, NOT_TEXT, NOT_FOUND, AMBIGUOUS, FILE_TOO_LARGE, TIMED_OUT, OUTPUT_TOO_LARGE. */
+  /**
+   * errno (ENOENT, EACCES, EISDIR, EEXIST, …) or NOT_REGULAR_FILE, NOT_TEXT, NOT_FOUND,
+   * AMBIGUOUS, FILE_TOO_LARGE, CONFLICT, TIMED_OUT, ABORTED, OUTPUT_TOO_LARGE.
+   */
   readonly code: string;
   readonly message: string;
 }
@@ -36,6 +39,25 @@ const viewSchema = z
     fileBytes: z.number().int(),
   })
   .strict();
+const sha256Schema = z.string().regex(/^[0-9a-f]{64}$/);
+const readTextSchema = z
+  .object({
+    ok: z.literal(true),
+    op: z.literal('read'),
+    content: z.string(),
+    fileBytes: z.number().int(),
+    sha256: sha256Schema,
+  })
+  .strict();
+const readBytesSchema = z
+  .object({
+    ok: z.literal(true),
+    op: z.literal('read'),
+    dataBase64: z.base64(),
+    fileBytes: z.number().int(),
+    sha256: sha256Schema,
+  })
+  .strict();
 const writeSchema = z
   .object({ ok: z.literal(true), op: z.literal('write'), bytes: z.number().int() })
   .strict();
@@ -47,6 +69,7 @@ const replaceSchema = z
     bytes: z.number().int(),
   })
   .strict();
+const deleteSchema = z.object({ ok: z.literal(true), op: z.literal('delete') }).strict();
 const listSchema = z
   .object({
     ok: z.literal(true),
@@ -65,8 +88,14 @@ const listSchema = z
   .strict();
 
 export type ViewResult = Omit<z.infer<typeof viewSchema>, 'op'>;
+/** What {@link SandboxFiles.readText} read: the whole file as text, and its SHA-256 (hex). */
+type ReadTextResult = Omit<z.infer<typeof readTextSchema>, 'op'>;
+/** What {@link SandboxFiles.readBytes} read: the whole file, base64, and its SHA-256 (hex). */
+type ReadBytesResult = Omit<z.infer<typeof readBytesSchema>, 'op'>;
 export type WriteResult = Omit<z.infer<typeof writeSchema>, 'op'>;
 export type ReplaceResult = Omit<z.infer<typeof replaceSchema>, 'op'>;
+/** A file {@link SandboxFiles.delete} removed. */
+type DeleteResult = Omit<z.infer<typeof deleteSchema>, 'op'>;
 export type ListResult = Omit<z.infer<typeof listSchema>, 'op'>;
 
 const pathSchema = z
@@ -75,6 +104,8 @@ const pathSchema = z
   .max(4096)
   .refine((value) => !value.includes('\0'), 'must not contain NUL');
 const timeoutSchema = z.number().int().positive().max(600_000);
+/** Stops the operation (its program is killed); the result is then `ABORTED`. */
+const abortSignalSchema = z.instanceof(AbortSignal).optional();
 
 /** Options of {@link SandboxFiles.view}. Line numbers are 1-based and inclusive. */
 export const viewOptionsSchema = z
@@ -92,11 +123,53 @@ export const viewOptionsSchema = z
       .positive()
       .max(16 * MiB)
       .default(256 * KiB),
+    /**
+     * When a line does not fit in `maxBytes`, return its head (cut at a character) instead of
+     * stopping before it: a file of one giant line still shows its start. @default false
+     */
+    partialLine: z.boolean().default(false),
     /** @default 30000 */
     timeoutMs: timeoutSchema.default(30_000),
+    abortSignal: abortSignalSchema,
   })
   .strict();
 export type ViewOptions = z.input<typeof viewOptionsSchema>;
+
+/** Options of {@link SandboxFiles.readText}. */
+const readTextOptionsSchema = z
+  .object({
+    path: pathSchema,
+    /** Largest file read; a larger one is FILE_TOO_LARGE (by its size, then by a capped read). @default 10 MiB */
+    maxBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(64 * MiB)
+      .default(10 * MiB),
+    /** @default 30000 */
+    timeoutMs: timeoutSchema.default(30_000),
+    abortSignal: abortSignalSchema,
+  })
+  .strict();
+type ReadTextOptions = z.input<typeof readTextOptionsSchema>;
+
+/** Options of {@link SandboxFiles.readBytes}. */
+const readBytesOptionsSchema = z
+  .object({
+    path: pathSchema,
+    /** Largest file read. @default 5 MiB */
+    maxBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(32 * MiB)
+      .default(5 * MiB),
+    /** @default 30000 */
+    timeoutMs: timeoutSchema.default(30_000),
+    abortSignal: abortSignalSchema,
+  })
+  .strict();
+type ReadBytesOptions = z.input<typeof readBytesOptionsSchema>;
 
 /** Options of {@link SandboxFiles.write}. */
 export const writeOptionsSchema = z
@@ -105,8 +178,17 @@ export const writeOptionsSchema = z
     content: z.string().max(64 * MiB),
     /** Create missing parent directories. @default false */
     createParents: z.boolean().default(false),
+    /** Refuse (EEXIST) when anything is at the path already, a dangling link included. @default false */
+    createOnly: z.boolean().default(false),
+    /**
+     * Write only if the file exists and its bytes still have this SHA-256 (hex, as
+     * {@link SandboxFiles.readText} gave it), else CONFLICT and nothing is written: an edit
+     * computed from a read never overwrites a change made in between.
+     */
+    expectedSha256: sha256Schema.optional(),
     /** @default 30000 */
     timeoutMs: timeoutSchema.default(30_000),
+    abortSignal: abortSignalSchema,
   })
   .strict();
 export type WriteOptions = z.input<typeof writeOptionsSchema>;
@@ -131,9 +213,22 @@ export const replaceOptionsSchema = z
       .default(10 * MiB),
     /** @default 30000 */
     timeoutMs: timeoutSchema.default(30_000),
+    abortSignal: abortSignalSchema,
   })
   .strict();
 export type ReplaceOptions = z.input<typeof replaceOptionsSchema>;
+
+/** Options of {@link SandboxFiles.delete}. */
+const deleteOptionsSchema = z
+  .object({
+    /** A file, link, FIFO or socket (a link is removed itself); a directory is EISDIR. */
+    path: pathSchema,
+    /** @default 30000 */
+    timeoutMs: timeoutSchema.default(30_000),
+    abortSignal: abortSignalSchema,
+  })
+  .strict();
+type DeleteOptions = z.input<typeof deleteOptionsSchema>;
 
 /** Options of {@link SandboxFiles.list}. */
 export const listOptionsSchema = z
@@ -142,17 +237,31 @@ export const listOptionsSchema = z
     path: pathSchema.default('.'),
     /** @default 1000 */
     maxEntries: z.number().int().positive().max(100_000).default(1000),
+    /** Levels listed: 1 is the directory itself, 2 adds its subdirectories (links are never followed). @default 1 */
+    depth: z.number().int().positive().max(8).default(1),
+    /** List names starting with a dot. @default true */
+    includeHidden: z.boolean().default(true),
     /** @default 30000 */
     timeoutMs: timeoutSchema.default(30_000),
+    abortSignal: abortSignalSchema,
   })
   .strict();
 export type ListOptions = z.input<typeof listOptionsSchema>;
 
+/** How far `view` reads into a file at most (a sparse giant is never read to its end). */
+const VIEW_SCAN_BYTES = 64 * MiB;
+
 /** File tools that act with the student's rights, inside the sandbox. Outcomes are data. */
 export interface SandboxFiles {
   view(options: ViewOptions): Promise<ViewResult | FileToolFailure>;
+  /** The whole file as UTF-8 text (no NUL bytes), bounded by `maxBytes`. */
+  readText(options: ReadTextOptions): Promise<ReadTextResult | FileToolFailure>;
+  /** The whole file's bytes, base64, bounded by `maxBytes`. */
+  readBytes(options: ReadBytesOptions): Promise<ReadBytesResult | FileToolFailure>;
   write(options: WriteOptions): Promise<WriteResult | FileToolFailure>;
   replace(options: ReplaceOptions): Promise<ReplaceResult | FileToolFailure>;
+  /** Remove a file (never a directory). */
+  delete(options: DeleteOptions): Promise<DeleteResult | FileToolFailure>;
   list(options?: ListOptions): Promise<ListResult | FileToolFailure>;
 }
 
@@ -166,14 +275,24 @@ export interface FileToolContext {
   readonly env: Readonly<Record<string, string>>;
 }
 
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
+}
+
 /** Build the file tools of one sandbox. */
 export function createFileTools(context: FileToolContext): SandboxFiles {
   const call = async <T extends z.ZodType>(
     request: Record<string, unknown>,
     schema: T,
-    timeoutMs: number,
-    maxStdoutBytes: number,
+    limits: { timeoutMs: number; maxStdoutBytes: number; abortSignal: AbortSignal | undefined },
   ): Promise<z.infer<T> | FileToolFailure> => {
+    const { timeoutMs, maxStdoutBytes, abortSignal } = limits;
+    const aborted: FileToolFailure = {
+      ok: false,
+      code: 'ABORTED',
+      message: 'the file operation was cancelled',
+    };
+    if (isAborted(abortSignal)) return aborted;
     const env = Object.entries(context.env).map(([name, value]) => `${name}=${value}`);
     let output: InsideOutput | undefined;
     // The init may die between getting the world and entering it (out of memory): get a
@@ -197,6 +316,7 @@ export function createFileTools(context: FileToolContext): SandboxFiles {
           stdin: JSON.stringify(request),
           timeoutMs,
           maxStdoutBytes,
+          abortSignal,
         });
       } catch (error) {
         if (!(error instanceof WorldGoneError)) throw error;
@@ -205,6 +325,8 @@ export function createFileTools(context: FileToolContext): SandboxFiles {
         }
       }
     }
+    // Checked again after the run: a cancelled program ends with no answer of its own.
+    if (isAborted(abortSignal)) return aborted;
     if (output.timedOut)
       return { ok: false, code: 'TIMED_OUT', message: `the file operation took longer than ${timeoutMs} ms` };
     if (output.overflow)
@@ -248,22 +370,67 @@ export function createFileTools(context: FileToolContext): SandboxFiles {
           startLine: parsed.startLine,
           endLine,
           maxBytes: parsed.maxBytes,
-          scanBytes: 64 * MiB,
+          partialLine: parsed.partialLine,
+          scanBytes: VIEW_SCAN_BYTES,
         },
         viewSchema,
-        parsed.timeoutMs,
-        parsed.maxBytes * 6 + 64 * KiB,
+        // JSON escapes a control byte as six characters.
+        {
+          timeoutMs: parsed.timeoutMs,
+          maxStdoutBytes: parsed.maxBytes * 6 + 64 * KiB,
+          abortSignal: parsed.abortSignal,
+        },
       );
       return strip(result);
     },
-    async write(options) {
-      const parsed = parseOptions(writeOptionsSchema, options, 'write options');
+    async readText(options) {
+      const parsed = parseOptions(readTextOptionsSchema, options, 'readText options');
       return strip(
         await call(
-          { op: 'write', path: parsed.path, content: parsed.content, createParents: parsed.createParents },
+          { op: 'read', path: parsed.path, maxBytes: parsed.maxBytes, encoding: 'utf8' },
+          readTextSchema,
+          {
+            timeoutMs: parsed.timeoutMs,
+            maxStdoutBytes: parsed.maxBytes * 6 + 64 * KiB,
+            abortSignal: parsed.abortSignal,
+          },
+        ),
+      );
+    },
+    async readBytes(options) {
+      const parsed = parseOptions(readBytesOptionsSchema, options, 'readBytes options');
+      return strip(
+        await call(
+          { op: 'read', path: parsed.path, maxBytes: parsed.maxBytes, encoding: 'base64' },
+          readBytesSchema,
+          {
+            timeoutMs: parsed.timeoutMs,
+            maxStdoutBytes: Math.ceil(parsed.maxBytes / 3) * 4 + 64 * KiB,
+            abortSignal: parsed.abortSignal,
+          },
+        ),
+      );
+    },
+    async write(options) {
+      const parsed = parseOptions(writeOptionsSchema, options, 'write options');
+      if (parsed.createOnly && parsed.expectedSha256 !== undefined)
+        throw new BadArgumentError('createOnly and expectedSha256 exclude each other', {
+          field: 'expectedSha256',
+        });
+      return strip(
+        await call(
+          {
+            op: 'write',
+            path: parsed.path,
+            content: parsed.content,
+            createParents: parsed.createParents,
+            createOnly: parsed.createOnly,
+            ...(parsed.expectedSha256 === undefined
+              ? {}
+              : { expectedSha256: parsed.expectedSha256, compareBytes: 64 * MiB }),
+          },
           writeSchema,
-          parsed.timeoutMs,
-          64 * KiB,
+          { timeoutMs: parsed.timeoutMs, maxStdoutBytes: 64 * KiB, abortSignal: parsed.abortSignal },
         ),
       );
     },
@@ -280,19 +447,37 @@ export function createFileTools(context: FileToolContext): SandboxFiles {
             maxFileBytes: parsed.maxFileBytes,
           },
           replaceSchema,
-          parsed.timeoutMs,
-          64 * KiB,
+          { timeoutMs: parsed.timeoutMs, maxStdoutBytes: 64 * KiB, abortSignal: parsed.abortSignal },
         ),
+      );
+    },
+    async delete(options) {
+      const parsed = parseOptions(deleteOptionsSchema, options, 'delete options');
+      return strip(
+        await call({ op: 'delete', path: parsed.path }, deleteSchema, {
+          timeoutMs: parsed.timeoutMs,
+          maxStdoutBytes: 64 * KiB,
+          abortSignal: parsed.abortSignal,
+        }),
       );
     },
     async list(options = {}) {
       const parsed = parseOptions(listOptionsSchema, options, 'list options');
       return strip(
         await call(
-          { op: 'list', path: parsed.path, maxEntries: parsed.maxEntries },
+          {
+            op: 'list',
+            path: parsed.path,
+            maxEntries: parsed.maxEntries,
+            depth: parsed.depth,
+            includeHidden: parsed.includeHidden,
+          },
           listSchema,
-          parsed.timeoutMs,
-          parsed.maxEntries * 8 * KiB + 64 * KiB,
+          {
+            timeoutMs: parsed.timeoutMs,
+            maxStdoutBytes: parsed.maxEntries * 8 * KiB + 64 * KiB,
+            abortSignal: parsed.abortSignal,
+          },
         ),
       );
     },

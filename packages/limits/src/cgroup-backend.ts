@@ -15,7 +15,7 @@ import {
 } from './cgroup-io.js';
 import { LimitsError } from './errors.js';
 import type { GroupKillResult } from './group-types.js';
-import { swapActive } from './proc.js';
+import { pageSize, socketAccountingDisabled, swapActive } from './proc.js';
 
 /** What a backend was asked to apply. */
 export interface WantedLimits {
@@ -33,6 +33,33 @@ export interface AppliedLimits {
   /** Null when the cpu controller is not available (then `cpuNote` says why). */
   readonly cpuWeight: number | null;
   readonly swap: 'limited_to_zero' | 'memsw_equals_memory' | 'swappiness_zero' | 'no_swap_on_host';
+  /**
+   * v1: the group's own limit on TCP buffer memory (`memory.kmem.tcp.limit_in_bytes`, read
+   * back), which v1 charges outside `memory.limit_in_bytes`. Null on v2, where socket buffers
+   * are charged to `memory.max` like any other memory.
+   */
+  readonly tcpMemoryBytes: number | null;
+}
+
+/**
+ * The share of the memory limit a v1 group may hold in TCP buffers on top of it. v1 charges
+ * socket buffers only to `memory.kmem.tcp`, never to `memory.limit_in_bytes`, and only once
+ * that limit is written: without it a student's loopback flood pins gigabytes no limit sees.
+ * A quarter keeps an episode within 1.25 × its memory limit and is far above honest use (a
+ * busy loopback connection holds a few MiB); at the limit the kernel shrinks the buffers and
+ * drops, so TCP slows down and keeps working.
+ */
+export const V1_TCP_MEMORY_SHARE = 0.25;
+
+/** Refuse a host where the kernel charges no socket memory to any cgroup. */
+function assertSocketAccounting(version: 1 | 2): void {
+  if (socketAccountingDisabled()) {
+    throw new LimitsError(
+      'LIMIT_NOT_APPLIED',
+      `the kernel was booted with cgroup.memory=nosocket: TCP buffers are charged to no cgroup ${version === 1 ? '(memory.kmem.tcp.limit_in_bytes would enforce nothing)' : '(memory.max would not count them)'}`,
+      { path: '/proc/cmdline' },
+    );
+  }
 }
 
 /** Raw counters of a group (cumulative since the group was created). */
@@ -132,6 +159,7 @@ export function createV1(
       'cpuWeight was asked for but the v1 cpu controller is not mounted',
     );
   }
+  assertSocketAccounting(1);
   makeDirs(io, dirs);
   try {
     // The memory limit first, then memsw (which must stay >= the memory limit).
@@ -154,6 +182,21 @@ export function createV1(
     } else {
       swap = 'no_swap_on_host';
     }
+    // TCP buffers: charged on v1 only to memory.kmem.tcp, and only once its limit is written
+    // (sockets are tied to the group when created: the group is still empty here).
+    const tcpFile = `${memoryDir}/memory.kmem.tcp.limit_in_bytes`;
+    if (!io.exists(tcpFile)) {
+      throw new LimitsError(
+        'LIMIT_NOT_APPLIED',
+        `${tcpFile} is missing: TCP buffers would be charged to no limit`,
+        { path: tcpFile },
+      );
+    }
+    const page = pageSize();
+    const tcpWanted = Math.max(page, Math.floor((memory * V1_TCP_MEMORY_SHARE) / page) * page);
+    const tcpMemoryBytes = Number(
+      writeChecked(io, tcpFile, String(tcpWanted), acceptRoundedBytes(tcpWanted)),
+    );
     const oomControl = readKeyed(io, `${memoryDir}/memory.oom_control`);
     if (oomControl.get('oom_kill_disable') === 1) {
       throw new LimitsError('LIMIT_NOT_APPLIED', `${memoryDir}: the OOM killer is disabled for this group`, {
@@ -172,7 +215,7 @@ export function createV1(
       version: 1,
       dirs,
       procsFiles: dirs.map((dir) => `${dir}/cgroup.procs`),
-      applied: { memoryBytes: memory, pids: wanted.pids, cpuWeight, swap },
+      applied: { memoryBytes: memory, pids: wanted.pids, cpuWeight, swap, tcpMemoryBytes },
       cpuNote,
       counters: () => {
         const oom = readKeyed(io, `${memoryDir}/memory.oom_control`);
@@ -307,6 +350,7 @@ export function createV2(
       `cpuWeight was asked for but the v2 cpu controller is not available at ${hierarchy.base}`,
     );
   }
+  assertSocketAccounting(2);
   ensureV2Delegation(io, hierarchy, cpuAvailable ? ['memory', 'pids', 'cpu'] : ['memory', 'pids']);
   const dir = path.join(hierarchy.base, name);
   makeDirs(io, [dir]);
@@ -347,7 +391,7 @@ export function createV2(
       version: 2,
       dirs: [dir],
       procsFiles: [`${dir}/cgroup.procs`],
-      applied: { memoryBytes: memory, pids: wanted.pids, cpuWeight, swap },
+      applied: { memoryBytes: memory, pids: wanted.pids, cpuWeight, swap, tcpMemoryBytes: null },
       cpuNote,
       counters: () => {
         const memoryEvents = readKeyed(io, `${dir}/memory.events`);

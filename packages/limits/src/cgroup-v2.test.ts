@@ -93,6 +93,7 @@ describe('cgroup v2 backend (fake cgroupfs: this host has no v2 controllers)', (
       pidsMax: 64,
       cpuWeight: 300,
       swap: 'limited_to_zero',
+      tcpMemoryBytes: null,
     });
     expect(group.contracts.memory.contract).toBe('prevented');
     expect(group.contracts.cpu_weight.contract).toBe('prevented');

@@ -128,6 +128,11 @@ export interface LimitGroup extends KillableGroup {
     /** Null when the cpu controller is not available. */
     readonly cpuWeight: number | null;
     readonly swap: AppliedLimits['swap'];
+    /**
+     * v1: the TCP buffer limit read back (`memory.kmem.tcp.limit_in_bytes`, a quarter of
+     * `memoryBytes`), charged outside `memoryBytes`. Null on v2, where `memoryBytes` counts them.
+     */
+    readonly tcpMemoryBytes: number | null;
   };
   /** How memory, pids and CPU weight are enforced. */
   readonly contracts: {
@@ -317,8 +322,12 @@ class CgroupLimitGroup implements LimitGroup {
         mechanism:
           v === 2
             ? 'cgroup v2 memory.max, memory.swap.max, memory.oom.group'
-            : 'cgroup v1 memory.limit_in_bytes',
-        reason: `limit ${cgroup.applied.memoryBytes} bytes read back; swap: ${cgroup.applied.swap}`,
+            : 'cgroup v1 memory.limit_in_bytes, memory.kmem.tcp.limit_in_bytes',
+        reason:
+          `limit ${cgroup.applied.memoryBytes} bytes read back; swap: ${cgroup.applied.swap}; ` +
+          (cgroup.applied.tcpMemoryBytes === null
+            ? 'TCP buffers: charged to memory.max'
+            : `TCP buffers: ${cgroup.applied.tcpMemoryBytes} bytes more (memory.kmem.tcp.limit_in_bytes read back)`),
       },
       pids: {
         contract: 'prevented',

@@ -1,5 +1,6 @@
 export type { KillableGroup, GroupKillResult } from './group-types.js';
 export { LimitsError } from './errors.js';
+export { V1_TCP_MEMORY_SHARE } from './cgroup-backend.js';
 export type { LimitsErrorCode, LimitsErrorDetails } from './errors.js';
 export { studentLimitsSchema } from './spec.js';
 export type { StudentLimitOptions, StudentLimits } from './spec.js';

@@ -3,6 +3,7 @@
 // process) and TCP buffers (v1 charges them only with memory.kmem.tcp.limit_in_bytes).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
 import { killUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
@@ -42,6 +43,27 @@ async function group(options: Parameters<typeof createGroup>[0]): Promise<LimitG
   });
   return created;
 }
+
+/** Read a cgroup file of the group directly (not through the package), for read-back checks. */
+function readCgroupFile(created: LimitGroup, file: string): string {
+  const dir = created.dirs.find((candidate) => fs.existsSync(path.join(candidate, file)));
+  if (dir === undefined) throw new Error(`no ${file} in ${created.dirs.join(', ')}`);
+  return fs.readFileSync(path.join(dir, file), 'utf8').trim();
+}
+
+/** The host's TCP memory in use, in pages (`/proc/net/sockstat`, `TCP: ... mem N`). */
+function hostTcpPages(): number {
+  const line = fs
+    .readFileSync('/proc/net/sockstat', 'utf8')
+    .split('\n')
+    .find((text) => text.startsWith('TCP:'));
+  const pages = / mem (\d+)/.exec(line ?? '')?.[1];
+  if (pages === undefined) throw new Error(`no TCP mem in /proc/net/sockstat: ${line ?? '(no TCP line)'}`);
+  return Number(pages);
+}
+
+const PAGE = 4096;
+const TCP_FLOOD = fs.readFileSync(path.join(import.meta.dirname, 'testing', 'tcp-flood.pl'), 'utf8');
 
 /** The real uid of a live pid, or undefined. */
 function uidOf(pid: number): number | undefined {
@@ -94,5 +116,61 @@ describe('RLIMIT_MEMLOCK of every process the launch prefix starts', () => {
     // sh reports RLIMIT_MEMLOCK in KiB.
     expect(run.stdout.split('\n').slice(0, 2)).toEqual(['0', '0']);
     expect(run.stdout).not.toContain('raised');
+  });
+});
+
+describe("TCP buffers on the sandbox's own loopback", () => {
+  it('v1: memory.kmem.tcp.limit_in_bytes is a quarter of the memory limit, written at creation and read back', async () => {
+    const created = await group({ name: uniqueName(), memoryBytes: 64 * MiB, pids: 32, eventPollMs: 0 });
+    if (created.backend === 'cgroup-v2') {
+      // v2 charges socket buffers to memory.max by default: there is nothing of its own to set.
+      expect(created.limits.tcpMemoryBytes).toBeNull();
+      return;
+    }
+    expect(readCgroupFile(created, 'memory.kmem.tcp.limit_in_bytes')).toBe(String(16 * MiB));
+    expect(created.limits.tcpMemoryBytes).toBe(16 * MiB);
+    expect(created.contracts.memory.reason).toContain('TCP buffers');
+  });
+
+  it('a loopback flood in a 64 MiB group cannot pin far more than its limit (host sockstat watched)', async () => {
+    const created = await group({ name: uniqueName(), memoryBytes: 64 * MiB, pids: 32, eventPollMs: 0 });
+    const bound = created.limits.tcpMemoryBytes ?? created.limits.memoryBytes;
+    const uid = testUid();
+    cleanups.push(() => killUid(uid));
+    const before = hostTcpPages();
+    // 50 pairs whose receivers never read, written for 3 s: unbounded, that pins ~200 MiB of
+    // kernel memory on this host (4 MiB a pair).
+    const flood = spawn(created.launchPrefix()[0]!, [
+      ...created.launchPrefix().slice(1),
+      ...asUid(uid, ['/usr/bin/perl', '-e', TCP_FLOOD, '50', '3']),
+    ]);
+    cleanups.push(() => {
+      flood.kill('SIGKILL');
+    });
+    let output = '';
+    flood.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    flood.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    await waitFor(() => /^sent \d+$/m.test(output) || flood.exitCode !== null, 30_000);
+    const held = hostTcpPages();
+    const usage =
+      created.backend === 'cgroup-v1'
+        ? Number(readCgroupFile(created, 'memory.kmem.tcp.max_usage_in_bytes'))
+        : null;
+    flood.kill('SIGKILL');
+    expect(output).toMatch(/^sent \d+$/m);
+    const sent = Number(/^sent (\d+)$/m.exec(output)?.[1]);
+    const pinned = (held - before) * PAGE;
+    // The flood holds at most its limit (plus other tests' traffic on this host, a few MiB).
+    expect(pinned).toBeLessThan(bound + 16 * MiB);
+    expect(sent).toBeLessThan(bound + 16 * MiB);
+    // The kernel force-charges a little past the limit (ACKs, the segment in flight), never far.
+    if (usage !== null) expect(usage).toBeLessThanOrEqual(bound * 1.25);
+    process.stdout.write(
+      `[karotte] loopback flood: sent ${sent} bytes, host TCP memory +${pinned} bytes, group peak ${String(usage)} bytes, limit ${bound} bytes\n`,
+    );
   });
 });

@@ -35,3 +35,20 @@ export function swapActive(): boolean {
     return false;
   }
 }
+
+/**
+ * True when the kernel was booted with `cgroup.memory=nosocket`: socket buffers are then
+ * charged to no memory cgroup, on v1 and v2 alike. An unreadable /proc/cmdline reads as false.
+ */
+export function socketAccountingDisabled(): boolean {
+  let cmdline: string;
+  try {
+    cmdline = fs.readFileSync('/proc/cmdline', 'utf8');
+  } catch {
+    return false;
+  }
+  return cmdline
+    .split(/\s+/)
+    .filter((word) => word.startsWith('cgroup.memory='))
+    .some((word) => word.slice('cgroup.memory='.length).split(',').includes('nosocket'));
+}

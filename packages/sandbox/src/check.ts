@@ -5,6 +5,17 @@ import { SandboxError } from './errors.js';
 import { DEFAULT_SANDBOX_STATE_DIR } from './options.js';
 import { createSandbox, type Sandbox } from './sandbox.js';
 import { probeHostLimits } from './seams.js';
+import syscallProbe from './programs/syscall-probe.pl?raw';
+
+/**
+ * The syscall filter's proof (programs/syscall-probe.pl): run by perl as the student, it tries
+ * every call class the filter refuses and a few that must stay allowed, one line each
+ * (`<name> ok` or `<name> <errno>`). Argument: a shared read-only host file to probe.
+ */
+export const SYSCALL_PROBE: string = syscallProbe;
+
+/** Probe lines that must succeed under the filter; every other line must be refused. */
+const PROBE_ALLOWED = new Set(['socket_inet', 'socket_netlink_route', 'fadvise_normal', 'getpid']);
 
 /** How a defense is enforced on this host. */
 export type DefenseContract = 'prevented' | 'detected_and_reaped' | 'not_supported';
@@ -49,6 +60,7 @@ export const DEFENSE_NAMES = [
   'ipc_namespace',
   'uts_namespace',
   'network_isolation',
+  'syscall_filter',
   'memory',
   'pids',
   'disk_bytes',
@@ -187,6 +199,21 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
       box.networkCheck.ok
         ? `${box.networkCheck.probes.length} forbidden addresses unroutable, loopback control passed`
         : box.networkCheck.failures.join('; '),
+    );
+    await box.files.write({ path: '.karotte-syscall-probe.pl', content: SYSCALL_PROBE });
+    const calls = await box.exec('perl .karotte-syscall-probe.pl /usr/bin/perl', { timeoutMs: 30_000 });
+    const lines = calls.stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' '));
+    const leaks = lines.filter(([name, result]) => (result === 'ok') !== PROBE_ALLOWED.has(name ?? ''));
+    add(
+      'syscall_filter',
+      calls.exitCode === 0 && lines.length >= 20 && leaks.length === 0 ? 'prevented' : 'not_supported',
+      'seccomp-BPF on every student and grader process (keyrings, perf, AIO and io_uring, namespaces and mounts, ptrace, AF_VSOCK and host-wide netlink, page-cache probes and evictors refused; foreign ABIs killed)',
+      leaks.length === 0 && calls.exitCode === 0
+        ? `${lines.length - PROBE_ALLOWED.size} refused calls tried from inside as the student, all refused; residual: the timing of plain reads of shared host files (a cold read is slower than a warm one) is still a weak channel between episodes`
+        : `allowed from inside: ${leaks.map(([name]) => name).join(', ') || `probe exit ${String(calls.exitCode)}: ${calls.stderr.slice(0, 300)}`}`,
     );
     const limits = await probeHostLimits();
     const limitRow = (name: string, key: string): void => {

@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { z } from 'zod';
+import { syscallFilterOptionsSchema } from './confinement/syscall-filter.js';
 import { KiB, MiB } from '@karotte/base';
 import {
   DEFAULT_COMMAND_TIMEOUT_MS,
@@ -173,6 +174,12 @@ export const sandboxOptionsSchema = z
     setupTimeoutMs: z.number().int().positive().max(600_000).default(30_000),
     /** Bound on reaping at teardown; past it the reap record carries UNREAPABLE. @default 30000 */
     reapDeadlineMs: z.number().int().positive().max(600_000).default(30_000),
+    /**
+     * The syscall filter of every student process: the default refuses keyrings, perf,
+     * AIO and io_uring, namespaces and mounts, ptrace, page-cache probes, AF_VSOCK and more
+     * (see the README); a task loosens it by name with a reason. @default { allow: [] }
+     */
+    syscallFilter: syscallFilterOptionsSchema.prefault({}),
     /** Cancels creation (everything made so far is removed). */
     abortSignal: z.instanceof(AbortSignal).optional(),
   })

@@ -6,7 +6,8 @@ import { resolveTrustedBinary } from '@karotte/base';
 import { describe, expect, it } from 'vitest';
 import { NETWORK_PROBE_SCRIPT } from './network.js';
 import fileToolScript from './programs/file-tool.cjs?raw';
-import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT } from './confinement/scripts.js';
+import { INIT_SCRIPT, LAUNCH_SCRIPT, SECCOMP_LOADER, SETUP_SCRIPT } from './confinement/scripts.js';
+import { SYSCALL_PROBE } from './check.js';
 import { SHELL_SCRIPT } from './shell-script.js';
 
 const programs = [
@@ -15,16 +16,28 @@ const programs = [
   { file: 'launch.sh', text: LAUNCH_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },
   { file: 'shell.sh', text: SHELL_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },
   { file: 'network-probe.sh', text: NETWORK_PROBE_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },
+  {
+    file: 'seccomp.pl',
+    text: SECCOMP_LOADER,
+    check: [resolveTrustedBinary('perl'), '-c', '-'],
+    stderr: '- syntax OK\n',
+  },
+  {
+    file: 'syscall-probe.pl',
+    text: SYSCALL_PROBE,
+    check: [resolveTrustedBinary('perl'), '-c', '-'],
+    stderr: '- syntax OK\n',
+  },
   // `node -e` runs it as CommonJS: a module-syntax check of the same text.
   { file: 'file-tool.cjs', text: fileToolScript, check: [process.execPath, '--check', '-'] },
 ];
 
 describe('programs', () => {
-  it.each(programs)('$file is imported as it is and parses', ({ file, text, check }) => {
+  it.each(programs)('$file is imported as it is and parses', ({ file, text, check, stderr }) => {
     expect(text).toBe(fs.readFileSync(new URL(`programs/${file}`, import.meta.url), 'utf8'));
     const [command, ...args] = check;
     const result = spawnSync(command!, args, { input: text, encoding: 'utf8' });
-    expect(result.stderr).toBe('');
+    expect(result.stderr).toBe(stderr ?? '');
     expect(result.status).toBe(0);
   });
 });

@@ -41,6 +41,7 @@ import {
 import { PersistentShell, type ExecResult } from './shell.js';
 import { ensureRootOnlyDir } from './state-dir.js';
 import { World } from './confinement/world.js';
+import { buildSyscallFilter } from './confinement/syscall-filter.js';
 import { checkWorldNetwork } from './network-check.js';
 import { NO_SHELL_NOTICE, RESTART_NOTICE, notStarted } from './notices.js';
 import { passwdFiles } from './passwd.js';
@@ -73,6 +74,8 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
   const missing: string[] = [];
   if (process.geteuid?.() !== 0)
     missing.push('root: creating users, namespaces, cgroups and mounts needs root');
+  if (process.arch !== 'x64')
+    missing.push(`x86-64: the syscall filter is assembled for x86-64 only (this host is ${process.arch})`);
   if (!existsSync('/home') || !statSync('/home').isDirectory())
     missing.push('/home: the student’s home is mounted there');
   let bins: SandboxBinaries | undefined;
@@ -135,6 +138,8 @@ class SandboxImpl implements Sandbox {
   envRemovals: readonly EnvRemoval[] = [];
   readonly files: SandboxFiles;
   private readonly dir: string;
+  /** The student's syscall filter, assembled once. */
+  private readonly syscallFilter: Buffer;
   /** The current world; a dead one is rebuilt by the next exec, file operation or restart(). */
   private world: World | undefined;
   private shell: PersistentShell | undefined;
@@ -167,6 +172,9 @@ class SandboxImpl implements Sandbox {
     this.userName = options.userName;
     this.studentWorkDir = `/home/${options.userName}`;
     this.dir = path.join(options.stateDir, sandboxId);
+    this.syscallFilter = buildSyscallFilter({
+      allow: options.syscallFilter.allow.map((entry) => entry.name),
+    });
     this.files = createFileTools({
       world: () => this.ensureWorld(),
       uid: this.uid,
@@ -284,6 +292,7 @@ class SandboxImpl implements Sandbox {
     const plan = this.mountPlan();
     const world = new World({
       bins: this.bins,
+      syscallFilter: this.syscallFilter,
       prefix: this.limits.group.launchPrefix(),
       directives: plan.directives,
       writable: plan.writable,

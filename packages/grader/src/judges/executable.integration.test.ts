@@ -277,6 +277,26 @@ describe('executable judge in its sandbox', () => {
     }
   });
 
+  it('runs the grader under the syscall filter: keys, AF_VSOCK, user namespaces, io_uring, perf refused', async () => {
+    const report = await createExecutableJudge({
+      program: fixture('syscall-filter.pl'),
+      interpreter: '/usr/bin/perl',
+      timeoutMs: 20_000,
+    }).evaluate(context());
+    expect(report).toMatchObject({
+      status: 'scored',
+      score: 1,
+      metadata: {
+        add_key: '38',
+        socket_vsock: '97',
+        unshare_user: '1',
+        io_uring_setup: '38',
+        perf_event_open: '1',
+      },
+    });
+    expectNothingLeft(report);
+  });
+
   it('refuses an interpreter in a directory others can write: error UNTRUSTED_INTERPRETER', async () => {
     const dir = tempDir('grader-interp');
     try {

@@ -1,5 +1,16 @@
 import { constants } from 'node:fs';
-import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  copyFile,
+  lstat,
+  mkdir,
+  mkdtemp,
+  realpath,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -13,6 +24,7 @@ import {
 } from '@karotte/base';
 import {
   ALWAYS_COVERED,
+  buildSyscallFilter,
   hostViewHidden,
   planMounts,
   resolveSandboxBinaries,
@@ -262,9 +274,13 @@ function resolveBinaries(): SandboxBinaries {
     return resolveSandboxBinaries();
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new GraderError('CONFINEMENT_UNAVAILABLE', `a binary the grader sandbox needs is missing: ${reason}`, {
-      cause: error,
-    });
+    throw new GraderError(
+      'CONFINEMENT_UNAVAILABLE',
+      `a binary the grader sandbox needs is missing: ${reason}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 
@@ -297,7 +313,15 @@ async function runExecutable(
     }
     await checkProgram(resolved.program);
     await assertTrustedInterpreter(interpreter, resolved.isolation);
-    if (sandboxed) binaries = resolveBinaries();
+    if (sandboxed) {
+      binaries = resolveBinaries();
+      if (process.arch !== 'x64') {
+        throw new GraderError(
+          'CONFINEMENT_UNAVAILABLE',
+          `the grader's syscall filter is assembled for x86-64 only (this host is ${process.arch})`,
+        );
+      }
+    }
     await prepareWorkDir(workDir, sandboxed);
 
     if (sandboxed) {
@@ -448,7 +472,7 @@ async function runExecutable(
       tailBytes: TAIL_BYTES,
       sandbox:
         plan !== undefined && identity !== undefined && cgroup !== undefined && binaries !== undefined
-          ? { uid: identity.uid, cgroup, plan, binaries }
+          ? { uid: identity.uid, cgroup, plan, binaries, syscallFilter: buildSyscallFilter() }
           : null,
       abortSignal: context.abortSignal,
     });

@@ -16,6 +16,8 @@ interface ConfinedSpec {
   /** The grader's file system (see `planMounts`): copies readable, one score mount writable. */
   readonly plan: MountPlan;
   readonly binaries: SandboxBinaries;
+  /** The syscall filter of the grader and everything it starts (`buildSyscallFilter`). */
+  readonly syscallFilter: Buffer;
 }
 
 export interface LaunchOptions {
@@ -126,6 +128,7 @@ async function launchConfined(options: LaunchOptions, spec: ConfinedSpec): Promi
     directives: spec.plan.directives,
     writable: spec.plan.writable,
     setupTimeoutMs: SETUP_TIMEOUT_MS,
+    syscallFilter: spec.syscallFilter,
     abortSignal: options.abortSignal,
   });
   try {

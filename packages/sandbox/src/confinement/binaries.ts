@@ -15,6 +15,8 @@ export interface SandboxBinaries {
   readonly env: string;
   readonly cat: string;
   readonly prlimit: string;
+  /** Loads the syscall filter (programs/seccomp.pl): perl-base is essential on Debian and Ubuntu. */
+  readonly perl: string;
 }
 
 const NAMES = [
@@ -30,6 +32,7 @@ const NAMES = [
   'env',
   'cat',
   'prlimit',
+  'perl',
 ] as const;
 
 /** Which package provides each binary, for the error message. */
@@ -46,6 +49,7 @@ const PROVIDERS: Record<(typeof NAMES)[number], string> = {
   env: 'coreutils',
   cat: 'coreutils',
   prlimit: 'util-linux',
+  perl: 'perl-base',
 };
 
 /**

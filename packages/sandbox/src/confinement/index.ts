@@ -13,3 +13,11 @@ export { runConfined, superviseChild } from './run.js';
 export type { ConfinedRunOptions, RunResult, StreamCap, SuperviseOptions } from './run.js';
 export { resolveSandboxBinaries } from './binaries.js';
 export type { SandboxBinaries } from './binaries.js';
+export {
+  buildSyscallFilter,
+  syscallFilterOptionsSchema,
+  REFUSED_SYSCALLS,
+  CHECKED_SYSCALLS,
+  LOOSENABLE_SYSCALLS,
+} from './syscall-filter.js';
+export type { SyscallFilterOptions, FilteredSyscall } from './syscall-filter.js';

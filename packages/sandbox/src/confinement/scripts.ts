@@ -3,6 +3,7 @@
 // interpolation, so no path or value can change what they run.
 import initScript from '../programs/init.sh?raw';
 import launchScript from '../programs/launch.sh?raw';
+import seccompLoader from '../programs/seccomp.pl?raw';
 import setupScript from '../programs/setup.sh?raw';
 
 /**
@@ -54,6 +55,14 @@ export const INIT_SCRIPT: string = initScript;
  * sets real, effective and saved uid/gid, clears supplementary groups, sets no_new_privs and
  * empties the inheritable, ambient and bounding capability sets.
  *
- * Arguments: setpriv-binary uid keep-fd-max program [args...]
+ * Arguments: setpriv-binary uid keep-fd-max perl-binary seccomp-loader filter-hex program [args...]
  */
 export const LAUNCH_SCRIPT: string = launchScript;
+
+/**
+ * The syscall filter's loader (programs/seccomp.pl), run by perl as the student right after
+ * setpriv: installs the filter (hex of `struct sock_filter[]`, see syscall-filter.ts) with
+ * prctl(PR_SET_NO_NEW_PRIVS) and seccomp(SECCOMP_SET_MODE_FILTER), then execs the program.
+ * The filter then holds for the program and everything it starts.
+ */
+export const SECCOMP_LOADER: string = seccompLoader;

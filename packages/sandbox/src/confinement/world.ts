@@ -6,7 +6,7 @@ import { SandboxError } from '../errors.js';
 import type { SandboxBinaries } from './binaries.js';
 import { mountViolations } from './mounts.js';
 import { childrenOf, isSameProcessLiving } from '../procfs.js';
-import { INIT_SCRIPT, LAUNCH_SCRIPT, SETUP_SCRIPT } from './scripts.js';
+import { INIT_SCRIPT, LAUNCH_SCRIPT, SECCOMP_LOADER, SETUP_SCRIPT } from './scripts.js';
 
 /**
  * The world's init died between a check and a launch (the OOM killer, a reap from outside).
@@ -33,6 +33,8 @@ export interface WorldOptions {
   /** The only mount points that may stay writable (checked in the final mount table). */
   readonly writable: readonly string[];
   readonly setupTimeoutMs: number;
+  /** The syscall filter of every process launched into the world (see `buildSyscallFilter`). */
+  readonly syscallFilter: Buffer;
   readonly abortSignal?: AbortSignal | undefined;
 }
 
@@ -59,7 +61,11 @@ export class World {
   holderPid = 0;
   private exited = false;
 
-  constructor(private readonly options: WorldOptions) {}
+  private readonly filterHex: string;
+
+  constructor(private readonly options: WorldOptions) {
+    this.filterHex = options.syscallFilter.toString('hex');
+  }
 
   async start(): Promise<void> {
     const { bins, prefix, directives } = this.options;
@@ -248,6 +254,9 @@ export class World {
       bins.setpriv,
       String(uid),
       String(keepFd),
+      bins.perl,
+      SECCOMP_LOADER,
+      this.filterHex,
       ...program,
     ];
   }

@@ -334,6 +334,8 @@ export const SYSTEM_PREREQUISITES = [
   ['find', 'findutils'],
   ['sed', 'sed'],
   ['cat', 'coreutils'],
+  // Loads the syscall filter of every student and grader process (perl-base is essential).
+  ['perl', 'perl-base'],
   // Not for episodes: `npm test` lints the project's shell programs with it.
   ['shellcheck', 'shellcheck'],
 ];

@@ -47,3 +47,5 @@ export { checkGraderInterpreter } from '@karotte/grader';
 export type { GraderInterpreterCheck } from '@karotte/grader';
 export { recoverLeftovers } from './recover.js';
 export type { LeftoverReport } from './recover.js';
+export { createToolProfile, TOOL_PROFILE_NAMES, toolProfileOptionsSchema } from './tools/index.js';
+export type { ToolProfileName, ToolProfileOptions, StudentFiles } from './tools/index.js';

@@ -76,6 +76,10 @@ export async function createSandboxWorld(
         ...(result.notice === undefined ? {} : { note: result.notice }),
       };
     },
+    files: sandbox.files,
+    async restart(): Promise<void> {
+      await sandbox.restart();
+    },
     async limitHits() {
       const outcome = studentLimitOutcome(await sandbox.limitEvents());
       return { hits: outcome.limitHits, misbehavior: outcome.misbehavior };

@@ -1,5 +1,6 @@
 import type { MisbehaviorRecord } from '@karotte/base';
 import type { LimitHit, NetworkCheck, StudentHandle, SubmissionCollector } from '@karotte/grader';
+import type { SandboxFiles } from '@karotte/sandbox';
 
 /** The outcome of one command in the student's shell. */
 export interface ShellOutcome {
@@ -14,6 +15,16 @@ export interface ShellOutcome {
   /** Set when the shell died and was restarted, with what the student is told. */
   readonly note?: string;
 }
+
+/**
+ * The file operations the tool profiles use, each acting with the student's rights inside the
+ * student's world (`@karotte/sandbox`'s file tools): bounded, non-blocking, regular files only.
+ * Outcomes (a refused path, a file too large) are results, never exceptions.
+ */
+export type StudentFiles = Pick<
+  SandboxFiles,
+  'view' | 'readText' | 'readBytes' | 'write' | 'delete' | 'list'
+>;
 
 /**
  * The student's world as an episode needs it: a seam over `@karotte/sandbox` so the episode
@@ -36,6 +47,17 @@ export interface StudentWorld {
   readonly collector?: SubmissionCollector;
   /** Run one command in the persistent shell, as the student. */
   exec(command: string, options: { timeoutMs: number; abortSignal?: AbortSignal }): Promise<ShellOutcome>;
+  /**
+   * File tools acting as the student (the `karotte`, `anthropic` and `openai` tool profiles'
+   * file tools use them). A world without them offers only the shell.
+   */
+  readonly files?: StudentFiles;
+  /**
+   * Restart the student's shell (the `anthropic` profile's `bash {restart: true}`): every
+   * process of the world is stopped and a new shell starts in the working directory, whose
+   * files are kept. A rejection is a host fault.
+   */
+  restart?(): Promise<void>;
   /**
    * Limits the student hit so far (memory, pids, disk): the record for the verdict, and the
    * misbehavior each one is (a limit hit scores 0, per the contract). A rejection is a host

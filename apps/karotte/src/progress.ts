@@ -57,6 +57,8 @@ interface ProgressContext {
 function formatProgress(event: EpisodeProgress, context: ProgressContext): string | null {
   switch (event.type) {
     case 'judges_checked':
+    case 'model_call':
+    case 'model_retry':
       return null;
     case 'sandbox_ready':
       return `[sandbox] ready: uid ${event.uid} (${formatDuration(event.durationMs)})`;

@@ -45,6 +45,11 @@ export const MISBEHAVIOR_CODES = [
   'DISK_LIMIT',
   /** The student ran past the episode's wall-clock limit. */
   'WALL_TIME_LIMIT',
+  /**
+   * The model stalled: more turns in a row than the episode allows came back with no text and
+   * no tool call (a `length` cut, or reasoning only), despite a nudge after each.
+   */
+  'EMPTY_TURN_LIMIT',
   /** The grader failed (exit code, signal, timeout, invalid score) on the student's submission. */
   'GRADER_FAILED',
   /** The student tampered with something the grader relies on. */

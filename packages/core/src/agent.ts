@@ -1,14 +1,21 @@
-import fs from 'node:fs/promises';
-import { z } from 'zod';
-import { parseOptions, readJsonFile } from '@karotte/base';
+import {
+  AgentError,
+  loadReplay as loadReplayFile,
+  type Agent as TurnAgent,
+  type TurnResponse,
+} from '@karotte/agents';
 import { CoreError } from './errors.js';
-import { assistantMessageSchema, type AssistantMessage, type Message, type ToolSpec } from './messages.js';
+import type { AssistantMessage, Message, ToolSpec } from './messages.js';
+
+export { createReplayAgent, replaySchema, MAX_REPLAY_FILE_BYTES } from '@karotte/agents';
+export type { TurnAgent };
 
 /**
- * An agent: given the conversation so far and the tools, produce the next assistant message.
- * A message without tool calls ends the episode's step.
+ * An agent of the first interface: given the conversation so far and the tools, produce the
+ * next assistant message. Still accepted everywhere an {@link Agent} is; a message without
+ * tool calls ends the step.
  */
-export interface Agent {
+export interface MessageAgent {
   readonly name: string;
   next(
     conversation: readonly Message[],
@@ -17,49 +24,49 @@ export interface Agent {
   ): Promise<AssistantMessage>;
 }
 
-/** The replay file of the contract (section 5): a JSON array of assistant messages. */
-export const replaySchema = z.array(assistantMessageSchema).max(100_000);
-
-/** The largest replay file accepted, in bytes. */
-export const MAX_REPLAY_FILE_BYTES = 64 * 1024 * 1024;
-
 /**
- * The replay agent: returns the given messages in order, then an empty assistant message,
- * which ends the episode (the end of the array ends the episode, per the contract).
+ * What `runEpisode` drives: an agent of the turn interface of `@karotte/agents` (`turn(request)`
+ * → message, finish reason, usage, tokens, timing: the replay agent, the OpenAI-compatible
+ * agent), or a {@link MessageAgent}.
  */
-export function createReplayAgent(messages: readonly AssistantMessage[]): Agent {
-  const queue = [...parseOptions(replaySchema, messages, 'replay')];
-  let index = 0;
+export type Agent = TurnAgent | MessageAgent;
+
+/** `agent` on the turn interface: a {@link MessageAgent}'s message becomes a turn. */
+export function toTurnAgent(agent: Agent): TurnAgent {
+  if ('turn' in agent && typeof agent.turn === 'function') return agent;
+  const legacy = agent as MessageAgent;
   return {
-    name: 'replay',
-    next() {
-      const message = queue[index];
-      index += 1;
-      return Promise.resolve(message ?? { role: 'assistant', content: null });
+    name: legacy.name,
+    async turn(request): Promise<TurnResponse> {
+      const started = performance.now();
+      const message = await legacy.next(request.conversation, request.tools, {
+        abortSignal: request.abortSignal,
+      });
+      return {
+        message,
+        finishReason: (message.tool_calls ?? []).length > 0 ? 'tool_calls' : 'stop',
+        timing: { modelMs: Math.round(performance.now() - started), retryWaitMs: 0 },
+      };
     },
   };
 }
 
-/** Read and validate a replay file. Invalid files are `INVALID_REPLAY` errors naming the field. */
+/**
+ * Read and validate a replay file (contract section 5). Invalid files are `CoreError`
+ * `INVALID_REPLAY` errors naming the field (`replay[0].tool_calls`, or `--replay` when the
+ * file cannot be read).
+ */
 export async function loadReplay(file: string): Promise<AssistantMessage[]> {
-  // The replay is the operator's own file (never the student's): a symlink to it is followed,
-  // as it always was; the target is then read as strictly as any input.
-  let target = file;
   try {
-    target = await fs.realpath(file);
-  } catch {
-    // missing or unreachable: readJsonFile says which
+    return await loadReplayFile(file);
+  } catch (error) {
+    // The agents package reads the file; core's callers recognise a CoreError, as before.
+    if (AgentError.isInstance(error) && error.code === 'INVALID_REPLAY') {
+      throw new CoreError('INVALID_REPLAY', error.message, {
+        cause: error.cause,
+        ...(error.field === undefined ? {} : { field: error.field }),
+      });
+    }
+    throw error;
   }
-  const read = await readJsonFile(target, {
-    maxBytes: MAX_REPLAY_FILE_BYTES,
-    schema: replaySchema,
-    what: `replay file ${file}`,
-  });
-  if (read.ok) return read.value;
-  let field = '--replay';
-  if (read.refusal === 'invalid_shape') {
-    field =
-      read.field === undefined ? 'replay' : `replay${read.field.startsWith('[') ? '' : '.'}${read.field}`;
-  }
-  throw new CoreError('INVALID_REPLAY', read.message, { cause: read.cause, field });
 }

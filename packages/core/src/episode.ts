@@ -1,47 +1,78 @@
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { createMisbehavior, escapeForDisplay, KarotteError, type MisbehaviorRecord } from '@karotte/base';
+import {
+  AgentError,
+  type RetryNotice,
+  type TurnRequest,
+  type TurnResponse,
+  type TurnTokens,
+  type TurnUsage,
+} from '@karotte/agents';
 import { collectAndGrade, preflightJudge, type Judge, type LimitHit, type Verdict } from '@karotte/grader';
 import {
   DEFAULT_COMMAND_TIMEOUT_MS,
   DEFAULT_EPISODE_WALL_TIME_MS,
   type StudentLimitOptions,
 } from '@karotte/limits';
-import { z } from 'zod';
-import type { Agent } from './agent.js';
+import { toTurnAgent, type Agent } from './agent.js';
 import { CoreError, isEpisodeErrorCode, type EpisodeErrorCode } from './errors.js';
 import {
   renderObservation,
   type AssistantMessage,
+  type ContentPart,
   type Message,
   type ToolCall,
   type ToolObservation,
   type ToolSpec,
 } from './messages.js';
 import type { Task, TaskStep } from './task.js';
+import { bashArgumentsSchema, bashProfile } from './tools/bash.js';
+import type { ToolContentPart, ToolProfile, ToolRunResult } from './tools/profile.js';
 import { Transcript, writeResultFile } from './transcript.js';
-import type { ShellOutcome, StudentWorld } from './world.js';
+import type { StudentWorld } from './world.js';
 
-/** The tools every episode offers. */
-export const EPISODE_TOOLS: readonly ToolSpec[] = Object.freeze([
-  {
-    name: 'bash',
-    description:
-      'Run a command in your persistent bash shell. The working directory and exported variables carry over between calls. A command past its timeout is stopped and the shell goes on.',
-    parameters: {
-      type: 'object',
-      properties: {
-        command: { type: 'string', description: 'the bash command to run' },
-        timeoutMs: { type: 'number', description: 'timeout in milliseconds (capped by the task)' },
-      },
-      required: ['command'],
-      additionalProperties: false,
-    },
-  },
-]);
+export { EPISODE_TOOLS } from './tools/bash.js';
 
-const bashArgumentsSchema = z
-  .object({ command: z.string().max(1024 * 1024), timeoutMs: z.number().int().positive().optional() })
-  .strict();
+/**
+ * Empty turns in a row (no text and no tool call: a `length` cut, or reasoning only) that get
+ * a nudge; one more ends the step as `failed` (`EMPTY_TURN_LIMIT`).
+ */
+export const MAX_CONSECUTIVE_EMPTY_TURNS = 3;
+
+/** The user message an empty turn gets. */
+export const EMPTY_TURN_NUDGE =
+  'Your last turn produced no message and no tool call. Pick up where you left off: call a tool, or answer if you are done. Do not apologize or recap.';
+
+/** What replaces the arguments of a tool call that are not valid JSON, in the conversation. */
+export const MALFORMED_ARGUMENTS_PLACEHOLDER = '{"_error": "malformed JSON in original arguments"}';
+
+/** Why a step stopped taking turns. */
+export type StepStopReason =
+  /** The model answered without a tool call (its final answer). */
+  | 'no_tool_calls'
+  /** The provider's content filter cut the answer. */
+  | 'content_filter'
+  /** More than {@link MAX_CONSECUTIVE_EMPTY_TURNS} empty turns in a row. */
+  | 'empty_turn_limit'
+  /** The step's turns ran out (`maxTurns`). */
+  | 'turn_limit'
+  /** The episode's wall time ran out. */
+  | 'wall_time'
+  /** The episode was cancelled. */
+  | 'cancelled';
+
+/** What {@link Episode.turn} did with one turn. */
+export interface TurnOutcome {
+  /** The tool calls' observations, in order (none for a turn without tool calls). */
+  readonly observations: ToolObservation[];
+  /** True when the step takes no more turns: call `endStep()` next. */
+  readonly stepEnded: boolean;
+  /** Why the step ended, when it did. */
+  readonly stopReason: StepStopReason | null;
+  /** True when the turn was empty and a nudge was added to the conversation. */
+  readonly nudged: boolean;
+}
 
 /** Everything needed to build the student's world for a task. */
 export interface WorldSpec {
@@ -66,6 +97,11 @@ export interface EpisodeOptions {
   readonly agentName?: string;
   /** Turns per step (assistant messages) before the step ends. @default 200 */
   readonly maxTurns?: number;
+  /**
+   * The tools offered to the model and how their calls run (`bash`: the contract's one tool;
+   * other profiles offer the schemas models were trained on). @default the `bash` profile
+   */
+  readonly tools?: ToolProfile;
   /** Cancels the episode; teardown still runs and the result is `error` (`ABORTED`). */
   readonly abortSignal?: AbortSignal;
   /**
@@ -89,11 +125,37 @@ export type EpisodeProgress =
     }
   | { readonly type: 'sandbox_ready'; readonly uid: number; readonly durationMs: number }
   | {
+      /** The model answered a turn (after any retries). */
+      readonly type: 'model_call';
+      readonly step: number;
+      /** The turn's number in the episode, from 1. */
+      readonly turn: number;
+      readonly finishReason: TurnResponse['finishReason'];
+      readonly usage: TurnUsage | null;
+      readonly modelMs: number;
+      readonly retryWaitMs: number;
+      /** Tool calls in the answer. */
+      readonly toolCalls: number;
+    }
+  | {
+      /** A model call failed and the agent retries it after `waitMs`. */
+      readonly type: 'model_retry';
+      readonly step: number;
+      readonly attempt: number;
+      readonly httpStatus: number | null;
+      readonly waitMs: number;
+      readonly message: string;
+    }
+  | {
       readonly type: 'tool_call';
       readonly step: number;
       readonly toolCallId: string;
       readonly name: string;
-      /** The bash command, or null when the call is not a well-formed bash call. */
+      /**
+       * The command the call runs (its `command`, or its `commands` joined by `; `), or null
+       * when it has none (a file tool, malformed arguments; with the `bash` profile: a call that
+       * is not a well-formed bash call).
+       */
       readonly command: string | null;
     }
   | {
@@ -143,17 +205,32 @@ export interface EpisodeResult {
   readonly wallTimeExceeded: boolean;
   readonly network: Verdict['network'];
   readonly steps: readonly StepOutcome[];
-  /** A host or environment fault, when status is `error`. */
-  readonly error: { readonly code: EpisodeErrorCode; readonly message: string } | null;
+  /**
+   * A host or environment fault, when status is `error`; `httpStatus` is the last HTTP status
+   * of a model endpoint that kept failing (`AGENT_FAILED`), when it answered at all.
+   */
+  readonly error: EpisodeError | null;
+}
+
+/** The fault of an episode that ended in `error`. */
+export interface EpisodeError {
+  readonly code: EpisodeErrorCode;
+  readonly message: string;
+  readonly httpStatus?: number;
 }
 
 type State = 'new' | 'running' | 'finished';
 
+/** A tool call's arguments as parsed from the model's JSON text, or a marker that they were not JSON. */
+type ParsedArguments = { readonly ok: true; readonly value: unknown } | { readonly ok: false };
+
 /**
  * One episode of a task, steppable from outside: `start()`, then `step(message)` for every
- * assistant message (its tool calls run in order, observations come back), `endStep()` to
- * collect and grade the current step, and `finish()` for the result. Every defense is on:
- * the sandbox with limits, the network check, collect-then-grade, teardown on every path.
+ * assistant message (its tool calls run in order, observations come back) or `turn(response)`
+ * for every answer of an agent (the same, plus the loop's rules: empty turns are nudged, a
+ * content filter ends the step), `endStep()` to collect and grade the current step, and
+ * `finish()` for the result. Every defense is on: the sandbox with limits, the network check,
+ * collect-then-grade, teardown on every path.
  */
 export class Episode {
   private state: State = 'new';
@@ -165,24 +242,33 @@ export class Episode {
   };
   private readonly started = Date.now();
   private wallTimer: NodeJS.Timeout | undefined;
+  /** When the wall time runs out (epoch ms): pushed back by the retry waits agents report. */
+  private wallDeadline = 0;
   private wallTimeExceeded = false;
   private stepIndex = 0;
   private turnsThisStep = 0;
   private turns = 0;
+  private emptyTurnsInARow = 0;
+  private emptyTurnLimitHit = false;
+  private stopReason: StepStopReason | null = null;
   private readonly outcomes: StepOutcome[] = [];
   private readonly conversation: Message[] = [];
-  private fault: { code: EpisodeErrorCode; message: string } | null = null;
+  private fault: EpisodeError | null = null;
   private readonly recordedFaults = new WeakSet<object>();
   private readonly misbehavior: MisbehaviorRecord[] = [];
   /** Content of the last assistant message of the current step (the judge's final answer). */
   private finalAnswer: string | null = null;
   /** Each step's judge, made once in `start()` (and preflighted there). */
   private readonly judges: Judge[] = [];
+  private readonly profile: ToolProfile;
+  /** Transcript lines written from a synchronous callback (retry notices), awaited before the next. */
+  private pendingAppends: Promise<unknown>[] = [];
 
   constructor(
     readonly task: Task,
     private readonly options: EpisodeOptions,
   ) {
+    this.profile = options.tools ?? bashProfile;
     if (options.abortSignal?.aborted === true) this.controller.abort();
     options.abortSignal?.addEventListener('abort', this.onAbort, { once: true });
   }
@@ -192,9 +278,9 @@ export class Episode {
     return this.conversation;
   }
 
-  /** The tools the agent may call. */
+  /** The tools the agent may call (the tool profile's). */
   get tools(): readonly ToolSpec[] {
-    return EPISODE_TOOLS;
+    return this.profile.tools;
   }
 
   /** Index of the current step, from 0. */
@@ -255,6 +341,7 @@ export class Episode {
       steps: this.task.steps.length,
       agent: this.options.agentName ?? 'external',
       limits: this.task.limits,
+      tools: this.profile.name,
     });
     // Before the sandbox exists: a judge that cannot run on this host (an interpreter in /tmp
     // or ~/.nvm, a missing grader) would only say so after the whole episode. That is the
@@ -281,25 +368,46 @@ export class Episode {
     // The wall time is the student's part: it starts once the world is ready. Started before,
     // a short limit would abort the sandbox's own setup and end a valid task as an error
     // instead of a verdict (a hung setup is bounded by the sandbox's setupTimeoutMs).
-    this.wallTimer = setTimeout(() => {
-      this.wallTimeExceeded = true;
-      this.controller.abort();
-    }, this.task.limits.wallTimeMs ?? DEFAULT_EPISODE_WALL_TIME_MS);
-    this.wallTimer.unref();
+    this.wallDeadline = Date.now() + (this.task.limits.wallTimeMs ?? DEFAULT_EPISODE_WALL_TIME_MS);
+    this.armWallTimer();
     await this.transcript.append('network_checked', { uid: this.world.uid, network: this.world.network });
     this.progress({ type: 'sandbox_ready', uid: this.world.uid, durationMs: Date.now() - worldStarted });
-    this.conversation.push({
-      role: 'system',
-      content:
-        'You are working in a Linux shell as an unprivileged user. Use the bash tool to run commands. When you are done, reply without a tool call.',
-    });
+    this.conversation.push({ role: 'system', content: systemPrompt(this.profile.tools) });
     await this.beginStep();
     return this.conversation;
+  }
+
+  private armWallTimer(): void {
+    if (this.wallTimer !== undefined) clearTimeout(this.wallTimer);
+    this.wallTimer = setTimeout(
+      () => {
+        this.wallTimeExceeded = true;
+        this.controller.abort();
+      },
+      Math.max(0, this.wallDeadline - Date.now()),
+    );
+    this.wallTimer.unref();
+  }
+
+  /**
+   * Do not charge `ms` to the student's wall time: time lost outside the student (a model
+   * endpoint's failed attempts and the waits before retrying them). `runEpisode` calls it for
+   * every retry an agent reports; a driver that waits on its own retries may too. No effect
+   * once the wall time has run out.
+   */
+  excludeFromWallTime(ms: number): void {
+    if (this.wallTimer === undefined || this.wallTimeExceeded || this.state !== 'running') return;
+    if (!Number.isFinite(ms) || ms <= 0) return;
+    this.wallDeadline += ms;
+    this.armWallTimer();
   }
 
   private async beginStep(): Promise<void> {
     const step = this.task.steps[this.stepIndex]!;
     this.turnsThisStep = 0;
+    this.emptyTurnsInARow = 0;
+    this.emptyTurnLimitHit = false;
+    this.stopReason = null;
     this.finalAnswer = null;
     const user: Message = { role: 'user', content: step.instructions };
     this.conversation.push(user);
@@ -308,26 +416,179 @@ export class Episode {
   }
 
   /**
+   * What an agent is asked for the next turn: the conversation, the tools, the budgets left
+   * (turns of this step, wall time), the episode's signal, and a retry listener that records
+   * each retry and keeps its wait off the wall time. Hand it to `agent.turn()`, then give the
+   * answer to {@link turn}.
+   */
+  turnRequest(): TurnRequest {
+    const maxTurns = this.options.maxTurns ?? 200;
+    return {
+      conversation: [...this.conversation],
+      tools: this.profile.tools,
+      remaining: {
+        turns: Math.max(0, maxTurns - this.turnsThisStep),
+        timeMs: Math.max(0, this.wallDeadline - Date.now()),
+      },
+      turnIndex: this.turns,
+      abortSignal: this.controller.signal,
+      onRetry: (notice) => {
+        this.onRetry(notice);
+      },
+    };
+  }
+
+  private onRetry(notice: RetryNotice): void {
+    if (this.state !== 'running') return;
+    this.excludeFromWallTime(notice.attemptMs + notice.waitMs);
+    const message = escapeForDisplay(notice.message, 2000);
+    // Called synchronously by the agent: the line is written in order and awaited before the
+    // turn's own events.
+    this.pendingAppends.push(
+      this.transcript!.append('model_retry', {
+        step: this.stepIndex,
+        turn: this.turns + 1,
+        attempt: notice.attempt,
+        kind: notice.kind,
+        httpStatus: notice.httpStatus,
+        attemptMs: notice.attemptMs,
+        waitMs: notice.waitMs,
+        message,
+      }).catch(() => undefined),
+    );
+    this.progress({
+      type: 'model_retry',
+      step: this.stepIndex,
+      attempt: notice.attempt,
+      httpStatus: notice.httpStatus,
+      waitMs: notice.waitMs,
+      message,
+    });
+  }
+
+  private async flushPendingAppends(): Promise<void> {
+    const pending = this.pendingAppends;
+    this.pendingAppends = [];
+    await Promise.all(pending);
+  }
+
+  /**
+   * Take one turn an agent answered, as the loop of `runEpisode` does: record the model call
+   * (usage, finish reason, timing, token ids when present), then
+   * - a `content_filter` finish ends the step (its tool calls are answered as not run);
+   * - a message without tool calls ends the step, unless it is an empty turn (no text, and a
+   *   `length` cut or reasoning only): that gets a nudge, and more than
+   *   {@link MAX_CONSECUTIVE_EMPTY_TURNS} in a row end the step as `failed`
+   *   (`EMPTY_TURN_LIMIT`, the model's failure, not `error`);
+   * - otherwise the tool calls run in order, as in {@link step}.
+   */
+  async turn(response: TurnResponse): Promise<TurnOutcome> {
+    this.requireRunning();
+    await this.flushPendingAppends();
+    const message = response.message;
+    const calls = message.tool_calls ?? [];
+    const hasText = typeof message.content === 'string' && message.content.trim() !== '';
+    const hasReasoning =
+      typeof message.reasoning_content === 'string' && message.reasoning_content.trim() !== '';
+    const empty = calls.length === 0 && !hasText && (response.finishReason === 'length' || hasReasoning);
+    await this.transcript!.append('model_call', {
+      step: this.stepIndex,
+      turn: this.turns + 1,
+      agent: this.options.agentName ?? 'external',
+      finishReason: response.finishReason,
+      ...(response.providerFinishReason === undefined
+        ? {}
+        : { providerFinishReason: response.providerFinishReason }),
+      usage: response.usage ?? null,
+      timing: { modelMs: response.timing.modelMs, retryWaitMs: response.timing.retryWaitMs },
+      attempts: response.attempts ?? 1,
+      ...(response.model === undefined ? {} : { model: response.model }),
+      ...(response.requestId === undefined ? {} : { requestId: response.requestId }),
+      ...(response.tokens === undefined ? {} : { tokens: copyTokens(response.tokens) }),
+      toolCalls: calls.length,
+      empty,
+    });
+    this.progress({
+      type: 'model_call',
+      step: this.stepIndex,
+      turn: this.turns + 1,
+      finishReason: response.finishReason,
+      usage: response.usage ?? null,
+      modelMs: response.timing.modelMs,
+      retryWaitMs: response.timing.retryWaitMs,
+      toolCalls: calls.length,
+    });
+    if (response.finishReason === 'content_filter') {
+      const observations = await this.applyMessage(message, {
+        refuseCalls: "the provider's content filter cut the answer; the step ends",
+        finalAnswer: hasText,
+      });
+      return this.endTurns(observations, 'content_filter');
+    }
+    if (empty) {
+      await this.applyMessage(message, { finalAnswer: false });
+      this.emptyTurnsInARow += 1;
+      if (this.emptyTurnsInARow > MAX_CONSECUTIVE_EMPTY_TURNS) {
+        this.emptyTurnLimitHit = true;
+        return this.endTurns([], 'empty_turn_limit');
+      }
+      const nudge: Message = { role: 'user', content: EMPTY_TURN_NUDGE };
+      this.conversation.push(nudge);
+      await this.transcript!.append('message', { step: this.stepIndex, message: nudge, nudge: true });
+      return { observations: [], stepEnded: false, stopReason: null, nudged: true };
+    }
+    this.emptyTurnsInARow = 0;
+    const observations = await this.applyMessage(message, { finalAnswer: true });
+    if (calls.length === 0) return this.endTurns(observations, 'no_tool_calls');
+    return { observations, stepEnded: false, stopReason: null, nudged: false };
+  }
+
+  private endTurns(observations: ToolObservation[], reason: StepStopReason): TurnOutcome {
+    this.stopReason = reason;
+    return { observations, stepEnded: true, stopReason: reason, nudged: false };
+  }
+
+  /**
    * Record one assistant message and run its tool calls in order, as the student. Returns the
    * observations (also appended to the conversation as `tool` messages). A message without
-   * tool calls returns none: the caller then ends the step with {@link endStep}.
+   * tool calls returns none: the caller then ends the step with {@link endStep}. Arguments
+   * that are not valid JSON are answered with an error result and replaced in the conversation
+   * by `{"_error": "malformed JSON in original arguments"}`, so later model calls are not
+   * refused for them; an unknown tool gets an error result.
    */
   async step(message: AssistantMessage): Promise<ToolObservation[]> {
     this.requireRunning();
+    return this.applyMessage(message, { finalAnswer: true });
+  }
+
+  private async applyMessage(
+    message: AssistantMessage,
+    options: { readonly finalAnswer: boolean; readonly refuseCalls?: string },
+  ): Promise<ToolObservation[]> {
     this.turns += 1;
     this.turnsThisStep += 1;
-    this.conversation.push(message);
-    if (typeof message.content === 'string') this.finalAnswer = message.content;
-    await this.transcript!.append('message', { step: this.stepIndex, message });
+    const calls = message.tool_calls ?? [];
+    const parsed = calls.map((call) => parseArguments(call.function.arguments));
+    // The conversation (what later model calls send) keeps valid JSON only: a provider that
+    // parses the history refuses every later request for one malformed argument string.
+    const recorded: AssistantMessage = parsed.some((p) => !p.ok)
+      ? {
+          ...message,
+          tool_calls: calls.map((call, i) =>
+            parsed[i]!.ok
+              ? call
+              : { ...call, function: { ...call.function, arguments: MALFORMED_ARGUMENTS_PLACEHOLDER } },
+          ),
+        }
+      : message;
+    this.conversation.push(recorded);
+    if (options.finalAnswer && typeof message.content === 'string') this.finalAnswer = message.content;
+    await this.transcript!.append('message', { step: this.stepIndex, message: recorded });
     const observations: ToolObservation[] = [];
-    for (const call of message.tool_calls ?? []) {
-      const observation = await this.runTool(call);
+    for (const [i, call] of calls.entries()) {
+      const { observation, content } = await this.runTool(call, parsed[i]!, options.refuseCalls);
       observations.push(observation);
-      this.conversation.push({
-        role: 'tool',
-        tool_call_id: call.id,
-        content: renderObservation(observation),
-      });
+      this.conversation.push({ role: 'tool', tool_call_id: call.id, content: toolMessageContent(content) });
     }
     return observations;
   }
@@ -343,71 +604,70 @@ export class Episode {
     );
   }
 
-  private async runTool(call: ToolCall): Promise<ToolObservation> {
+  private async runTool(
+    call: ToolCall,
+    args: ParsedArguments,
+    refuse: string | undefined,
+  ): Promise<{ observation: ToolObservation; content: readonly ToolContentPart[] }> {
     const started = Date.now();
     await this.transcript!.append('tool_call', { step: this.stepIndex, toolCall: call });
-    const args = call.function.name === 'bash' ? parseArguments(call.function.arguments) : undefined;
     this.progress({
       type: 'tool_call',
       step: this.stepIndex,
       toolCallId: call.id,
       name: call.function.name,
-      command: args?.command ?? null,
+      command: this.commandOf(call.function.name, args),
     });
-    let observation: ToolObservation;
-    if (this.controller.signal.aborted) {
-      observation = refusal(
-        call,
-        this.wallTimeExceeded ? 'the episode is over its wall-time limit' : 'the episode was cancelled',
-        started,
-      );
-    } else if (call.function.name !== 'bash') {
-      observation = refusal(
-        call,
-        `unknown tool ${escapeForDisplay(call.function.name, 64)}; the only tool is bash`,
-        started,
-      );
-    } else {
-      if (args === undefined) {
-        observation = refusal(
-          call,
-          'malformed arguments: expected JSON {"command": string, "timeoutMs"?: number}',
-          started,
-        );
-      } else {
-        // The one place a command's timeout is set: the task's (bounded like the sandbox's
-        // exec()), or the default, and never more for a student who asks for more.
-        const cap = this.task.limits.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
-        const timeoutMs = Math.min(args.timeoutMs ?? cap, cap);
-        let outcome: ShellOutcome;
-        try {
-          outcome = await this.world!.exec(args.command, {
-            timeoutMs,
-            abortSignal: this.controller.signal,
-          });
-        } catch (error) {
-          // The world could not run the command (a rebuild that failed: SETUP_FAILED,
-          // NETWORK_NOT_ISOLATED): a host fault. Recorded, and the episode stops: status error.
-          await this.recordFault(error, 'tool');
-          throw error;
-        }
-        observation = {
-          toolCallId: call.id,
-          name: 'bash',
-          ok: outcome.exitCode === 0 && !outcome.timedOut,
-          stdout: outcome.stdout,
-          stderr: outcome.stderr,
-          exitCode: outcome.exitCode,
-          timedOut: outcome.timedOut,
-          truncated: outcome.truncated,
-          stdoutBytes: outcome.stdoutBytes,
-          stderrBytes: outcome.stderrBytes,
-          durationMs: outcome.durationMs,
-          ...(outcome.note === undefined ? {} : { note: outcome.note }),
-        };
-      }
+    const names = this.profile.tools.map((tool) => tool.name);
+    let note: string | undefined;
+    if (refuse !== undefined) note = refuse;
+    else if (this.controller.signal.aborted) {
+      note = this.wallTimeExceeded ? 'the episode is over its wall-time limit' : 'the episode was cancelled';
+    } else if (!names.includes(call.function.name)) {
+      const offered =
+        names.length === 1 ? `the only tool is ${names[0]!}` : `the tools are ${names.join(', ')}`;
+      note = `unknown tool ${escapeForDisplay(call.function.name, 64)}; ${offered}`;
+    } else if (!args.ok) {
+      note =
+        this.profile === bashProfile
+          ? 'malformed arguments: expected JSON {"command": string, "timeoutMs"?: number}'
+          : 'malformed arguments: not valid JSON; the call was not run';
     }
-    await this.transcript!.append('tool_result', { step: this.stepIndex, result: observation });
+    let observation: ToolObservation;
+    let content: readonly ToolContentPart[];
+    if (note !== undefined) {
+      observation = refusal(call, note, started);
+      content = [{ type: 'text', text: renderObservation(observation) }];
+    } else {
+      let result: ToolRunResult;
+      try {
+        result = await this.profile.call(
+          { id: call.id, name: call.function.name, arguments: (args as { value: unknown }).value },
+          {
+            world: this.world!,
+            commandTimeoutMs: this.task.limits.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+            abortSignal: this.controller.signal,
+          },
+        );
+      } catch (error) {
+        // The world could not run the call (a rebuild that failed: SETUP_FAILED,
+        // NETWORK_NOT_ISOLATED): a host fault. Recorded, and the episode stops: status error.
+        await this.recordFault(error, 'tool');
+        throw error;
+      }
+      observation = observationOf(call, result);
+      content = result.content;
+    }
+    // The transcript keeps the observation as it always was; the content the model saw is
+    // added when it is more than the observation's rendering (a file tool's text, an image,
+    // whose bytes are replaced by their size and digest).
+    const rendered = renderObservation(observation);
+    const plain = content.length === 1 && content[0]!.type === 'text' && content[0]!.text === rendered;
+    await this.transcript!.append('tool_result', {
+      step: this.stepIndex,
+      result: observation,
+      ...(plain ? {} : { content: content.map(contentForTranscript) }),
+    });
     this.progress({
       type: 'tool_result',
       step: this.stepIndex,
@@ -417,7 +677,23 @@ export class Episode {
       durationMs: observation.durationMs,
       note: observation.note ?? null,
     });
-    return observation;
+    return { observation, content };
+  }
+
+  /** The command a call runs, for the progress display. */
+  private commandOf(name: string, args: ParsedArguments): string | null {
+    if (!args.ok) return null;
+    if (this.profile === bashProfile) {
+      if (name !== 'bash') return null;
+      const parsed = bashArgumentsSchema.safeParse(args.value);
+      return parsed.success ? parsed.data.command : null;
+    }
+    const value = args.value;
+    if (typeof value !== 'object' || value === null) return null;
+    const { command, commands } = value as { command?: unknown; commands?: unknown };
+    if (typeof command === 'string') return command;
+    if (Array.isArray(commands) && commands.every((c) => typeof c === 'string')) return commands.join('; ');
+    return null;
   }
 
   /**
@@ -426,9 +702,11 @@ export class Episode {
    */
   async endStep(): Promise<StepOutcome> {
     this.requireRunning();
+    await this.flushPendingAppends();
     const index = this.stepIndex;
     const step = this.task.steps[index]!;
     const world = this.world!;
+    const stopReason = this.stopReasonOfStep();
     // Reading the limit counters is the only proof of a limit hit: when it fails, grading as
     // if no limit was hit would pass a student the kernel stopped. A host fault, not a verdict.
     let limits: { hits: LimitHit[]; misbehavior: MisbehaviorRecord[] };
@@ -446,6 +724,14 @@ export class Episode {
         createMisbehavior(
           'WALL_TIME_LIMIT',
           `the episode ran past its wall-time limit of ${this.task.limits.wallTimeMs ?? DEFAULT_EPISODE_WALL_TIME_MS} ms`,
+        ),
+      );
+    }
+    if (this.emptyTurnLimitHit) {
+      misbehavior.push(
+        createMisbehavior(
+          'EMPTY_TURN_LIMIT',
+          `the model answered ${MAX_CONSECUTIVE_EMPTY_TURNS + 1} turns in a row with no text and no tool call (a length cut or reasoning only), each of the first ${MAX_CONSECUTIVE_EMPTY_TURNS} nudged; the step ended`,
         ),
       );
     }
@@ -483,7 +769,7 @@ export class Episode {
     if (verdict.reap !== null) await t.append('reaped', { step: index, reap: verdict.reap });
     if (verdict.custody !== null) await t.append('custody', { step: index, custody: verdict.custody });
     await t.append('scored', { step: index, verdict });
-    await t.append('step_ended', { step: index, status: verdict.status, score: verdict.score });
+    await t.append('step_ended', { step: index, status: verdict.status, score: verdict.score, stopReason });
     const outcome = { index, verdict };
     this.outcomes.push(outcome);
     for (const m of verdict.misbehavior) this.misbehavior.push(createMisbehaviorCopy(m));
@@ -497,12 +783,22 @@ export class Episode {
     return outcome;
   }
 
+  /** Why the current step stopped taking turns: what the last turn said, else the limit that stopped it. */
+  private stopReasonOfStep(): StepStopReason | null {
+    if (this.stopReason !== null) return this.stopReason;
+    if (this.wallTimeExceeded) return 'wall_time';
+    if (this.controller.signal.aborted) return 'cancelled';
+    if (this.turnsThisStep >= (this.options.maxTurns ?? 200)) return 'turn_limit';
+    return null;
+  }
+
   /**
    * Tear down the sandbox, write `result.json` durably and return the result. Safe to call
    * on every path (after an error, an abort, or without `start()` having finished).
    */
   async finish(): Promise<EpisodeResult> {
     if (this.state === 'finished') throw new CoreError('EPISODE_STATE', 'finish() was already called');
+    await this.flushPendingAppends();
     this.state = 'finished';
     this.options.abortSignal?.removeEventListener('abort', this.onAbort);
     if (this.wallTimer !== undefined) clearTimeout(this.wallTimer);
@@ -627,21 +923,34 @@ export class Episode {
       `${phase}: ${foreign}${error instanceof Error ? error.message : String(error)}`,
       4096,
     );
-    this.fault ??= { code, message };
-    await this.transcript?.append('error', { phase, code, message }).catch(() => undefined);
+    // A model endpoint that kept failing says with which status (a trainer tells a 429 storm
+    // from a 500 or a wrong URL by it).
+    const httpStatus =
+      AgentError.isInstance(error) && error.httpStatus !== null ? error.httpStatus : undefined;
+    this.fault ??= { code, message, ...(httpStatus === undefined ? {} : { httpStatus }) };
+    await this.transcript
+      ?.append('error', { phase, code, message, ...(httpStatus === undefined ? {} : { httpStatus }) })
+      .catch(() => undefined);
   }
 }
 
-function parseArguments(text: string): z.infer<typeof bashArgumentsSchema> | undefined {
-  let data: unknown;
+/** The system message: how to act, with the profile's tools named. */
+function systemPrompt(tools: readonly ToolSpec[]): string {
+  const names = tools.map((tool) => tool.name);
+  const use =
+    names.length === 1 && names[0] === 'bash'
+      ? 'Use the bash tool to run commands.'
+      : `Use the tools (${names.join(', ')}) to run commands and work with files.`;
+  return `You are working in a Linux shell as an unprivileged user. ${use} When you are done, reply without a tool call.`;
+}
+
+function parseArguments(text: string): ParsedArguments {
   try {
-    // eslint-disable-next-line no-restricted-syntax -- bounded by the message schema; validated next
-    data = JSON.parse(text);
+    // eslint-disable-next-line no-restricted-syntax -- bounded by the message schema; the profile validates the value
+    return { ok: true, value: JSON.parse(text) as unknown };
   } catch {
-    return undefined;
+    return { ok: false };
   }
-  const parsed = bashArgumentsSchema.safeParse(data);
-  return parsed.success ? parsed.data : undefined;
 }
 
 function refusal(call: ToolCall, note: string, started: number): ToolObservation {
@@ -661,22 +970,69 @@ function refusal(call: ToolCall, note: string, started: number): ToolObservation
   };
 }
 
+/** A profile's result as the observation the transcript and the progress display know. */
+function observationOf(call: ToolCall, result: ToolRunResult): ToolObservation {
+  const shell = result.shell;
+  const note = result.note ?? shell?.note;
+  return {
+    toolCallId: call.id,
+    name: escapeForDisplay(call.function.name, 64),
+    ok: result.ok,
+    stdout: shell?.stdout ?? '',
+    stderr: shell?.stderr ?? '',
+    exitCode: shell?.exitCode ?? null,
+    timedOut: shell?.timedOut ?? false,
+    truncated: shell?.truncated ?? false,
+    stdoutBytes: shell?.stdoutBytes ?? 0,
+    stderrBytes: shell?.stderrBytes ?? 0,
+    durationMs: shell?.durationMs ?? result.durationMs,
+    ...(note === undefined ? {} : { note }),
+  };
+}
+
+/** A tool result as a tool message's content: its text when that is all, else its parts. */
+function toolMessageContent(content: readonly ToolContentPart[]): string | readonly ContentPart[] {
+  if (content.length === 1 && content[0]!.type === 'text') return content[0]!.text;
+  return content;
+}
+
+/** A content part for the transcript: an image's bytes become their size and SHA-256. */
+function contentForTranscript(part: ToolContentPart): Record<string, unknown> {
+  if (part.type === 'text') return { type: 'text', text: part.text };
+  return {
+    type: 'image',
+    mediaType: part.mediaType,
+    bytes: Buffer.byteLength(part.dataBase64, 'base64'),
+    sha256: createHash('sha256').update(Buffer.from(part.dataBase64, 'base64')).digest('hex'),
+  };
+}
+
+function copyTokens(tokens: TurnTokens): TurnTokens {
+  return {
+    ...(tokens.promptIds === undefined ? {} : { promptIds: tokens.promptIds }),
+    completionIds: tokens.completionIds,
+    ...(tokens.logprobs === undefined ? {} : { logprobs: tokens.logprobs }),
+  };
+}
+
 /** Create an episode (see {@link Episode}); call `start()` next. */
 export function createEpisode(task: Task, options: EpisodeOptions): Episode {
   return new Episode(task, options);
 }
 
 /**
- * Run a whole episode with `agent`: start, let the agent act until it stops calling tools
- * (or the turn or wall-time limit), collect and grade each step, tear down. Teardown and
- * `result.json` happen on every path; a host fault gives status `error`.
+ * Run a whole episode with `agent`: start, ask the agent for turns until it stops calling
+ * tools (or the turn or wall-time limit, a content filter, too many empty turns), collect and
+ * grade each step, tear down. Teardown and `result.json` happen on every path; a host fault
+ * (a model endpoint that stays down included: `AGENT_FAILED`) gives status `error`.
  */
 export async function runEpisode(
   task: Task,
   agent: Agent,
   options: Omit<EpisodeOptions, 'agentName'>,
 ): Promise<EpisodeResult> {
-  const episode = createEpisode(task, { ...options, agentName: agent.name });
+  const driver = toTurnAgent(agent);
+  const episode = createEpisode(task, { ...options, agentName: driver.name });
   let phase = 'start';
   try {
     await episode.start();
@@ -685,14 +1041,11 @@ export async function runEpisode(
         phase = 'agent';
         // The agent gets the episode's signal (cancel or wall time), and an agent that does
         // not honour it is not waited for: the wall-time limit bounds the agent too.
-        const message = await untilAborted(
-          agent.next(episode.messages, episode.tools, { abortSignal: episode.signal }),
-          episode.signal,
-        );
-        if (message === undefined) break;
+        const response = await untilAborted(driver.turn(episode.turnRequest()), episode.signal);
+        if (response === undefined) break;
         phase = 'step';
-        const observations = await episode.step(message);
-        if ((message.tool_calls ?? []).length === 0 && observations.length === 0) break;
+        const outcome = await episode.turn(response);
+        if (outcome.stepEnded) break;
       }
       // Cancelled by the caller (not the wall-time limit): tear down without grading.
       if (episode.cancelled) break;

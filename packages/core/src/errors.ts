@@ -16,7 +16,11 @@ const CORE_ERROR_CODES = {
   CONFINEMENT_UNAVAILABLE: 'system',
   /** Teardown could not remove everything of the world; the message lists what is left. */
   TEARDOWN_INCOMPLETE: 'system',
-  /** The agent (the model's side) threw instead of producing a message. */
+  /**
+   * The agent (the model's side) threw instead of producing a message: a model endpoint that
+   * stayed down or kept failing (its last HTTP status is in the episode's error), or an agent
+   * of the caller's that threw. An infrastructure fault, never the student's failure.
+   */
   AGENT_FAILED: 'system',
 } as const;
 

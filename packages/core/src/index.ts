@@ -18,6 +18,7 @@ export { toolCallSchema, assistantMessageSchema, renderObservation } from './mes
 export type {
   ToolCall,
   AssistantMessage,
+  ContentPart,
   SystemMessage,
   UserMessage,
   ToolMessage,
@@ -26,18 +27,48 @@ export type {
   ToolObservation,
 } from './messages.js';
 export { createReplayAgent, loadReplay, replaySchema, MAX_REPLAY_FILE_BYTES } from './agent.js';
-export type { Agent } from './agent.js';
+export type { Agent, MessageAgent, TurnAgent } from './agent.js';
+export type {
+  TurnRequest,
+  TurnResponse,
+  TurnBudgets,
+  TurnUsage,
+  TurnTokens,
+  TurnTiming,
+  FinishReason,
+  RetryNotice,
+  RetryKind,
+} from '@karotte/agents';
 export { Transcript, TRANSCRIPT_EVENT_TYPES, writeResultFile } from './transcript.js';
 export type { TranscriptEvent, TranscriptEventType } from './transcript.js';
-export { Episode, createEpisode, runEpisode, EPISODE_TOOLS } from './episode.js';
+export {
+  Episode,
+  createEpisode,
+  runEpisode,
+  EPISODE_TOOLS,
+  MAX_CONSECUTIVE_EMPTY_TURNS,
+  EMPTY_TURN_NUDGE,
+  MALFORMED_ARGUMENTS_PLACEHOLDER,
+} from './episode.js';
 export type {
   EpisodeOptions,
   EpisodeProgress,
   EpisodeResult,
+  EpisodeError,
   StepOutcome,
+  StepStopReason,
+  TurnOutcome,
   WorldSpec,
   WorldFactory,
 } from './episode.js';
+export { bashProfile } from './tools/bash.js';
+export type {
+  ToolProfile,
+  ToolCallRequest,
+  ToolRunContext,
+  ToolRunResult,
+  ToolContentPart,
+} from './tools/profile.js';
 export type { StudentWorld, ShellOutcome } from './world.js';
 export { createSandboxWorld } from './sandbox-world.js';
 export type { SandboxWorldOptions } from './sandbox-world.js';

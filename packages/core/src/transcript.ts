@@ -3,11 +3,17 @@ import path from 'node:path';
 import { toSystemError } from '@karotte/base';
 import { openDurableLog, writeFileDurably, type DurableLog } from '@karotte/file-guard';
 
-/** Every kind of event the transcript records, in the order an episode produces them. */
+/**
+ * Every kind of event the transcript records, in the order an episode produces them. A turn
+ * an agent answers is `model_retry` (each failed attempt the agent retries), `model_call`
+ * (finish reason, usage, timing, token ids when the server returns them), then `message`.
+ */
 export const TRANSCRIPT_EVENT_TYPES = [
   'episode_started',
   'network_checked',
   'step_started',
+  'model_retry',
+  'model_call',
   'message',
   'tool_call',
   'tool_result',

@@ -61,6 +61,7 @@ export const DEFENSE_NAMES = [
   'uts_namespace',
   'network_isolation',
   'syscall_filter',
+  'private_devices',
   'memory',
   'pids',
   'disk_bytes',
@@ -88,6 +89,9 @@ const PROBE = [
   'echo "core=$(ulimit -c)"',
   'touch /var/tmp/karotte-check 2>/dev/null && echo "rw=/var/tmp" || echo "rw=none"',
   'touch ~/probe && echo "home=writable"',
+  'echo "ptmx=$(readlink /dev/ptmx)"',
+  'echo "devpts=$(grep -c " - devpts karotte-pts " /proc/self/mountinfo)"',
+  'echo "devs=$(ls -A /dev | tr "\\n" " ")"',
 ].join('; ');
 
 function parseProbe(text: string): Map<string, string> {
@@ -214,6 +218,17 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
       leaks.length === 0 && calls.exitCode === 0
         ? `${lines.length - PROBE_ALLOWED.size} refused calls tried from inside as the student, all refused; residual: the timing of plain reads of shared host files (a cold read is slower than a warm one) is still a weak channel between episodes`
         : `allowed from inside: ${leaks.map(([name]) => name).join(', ') || `probe exit ${String(calls.exitCode)}: ${calls.stderr.slice(0, 300)}`}`,
+    );
+    const devs = seen.get('devs') ?? '';
+    add(
+      'private_devices',
+      seen.get('ptmx') === 'pts/ptmx' &&
+        seen.get('devpts') === '1' &&
+        !/\b(sd|nvme|vd|loop|kmsg|mem)\w*/.test(devs)
+        ? 'prevented'
+        : 'not_supported',
+      "the world's own read-only /dev (null, zero, full, random, urandom, tty) and a private devpts instance with a pty budget: the host's ptys and devices are out of reach",
+      `/dev inside: ${devs.trim()}; /dev/ptmx -> ${seen.get('ptmx') ?? '?'}`,
     );
     const limits = await probeHostLimits();
     const limitRow = (name: string, key: string): void => {

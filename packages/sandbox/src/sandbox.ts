@@ -122,6 +122,9 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
   return sandbox;
 }
 
+/** Ptys of one sandbox's private devpts instance (the host's ptys are never the student's). */
+const STUDENT_MAX_PTYS = 32;
+
 class SandboxImpl implements Sandbox {
   readonly id: string;
   readonly uid: number;
@@ -272,6 +275,7 @@ class SandboxImpl implements Sandbox {
     return planMounts({
       hostname: this.hostname,
       loopback: true,
+      dev: { maxPtys: STUDENT_MAX_PTYS },
       tmpfs: [
         { path: '/tmp', sizeBytes: limits.tmpBytes, mode: '1777' },
         { path: '/dev/shm', sizeBytes: limits.shmBytes, mode: '1777' },

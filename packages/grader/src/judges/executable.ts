@@ -454,6 +454,7 @@ async function runExecutable(
       plan = planMounts({
         hostname: 'karotte-grader',
         loopback: true,
+        dev: { maxPtys: 8 },
         tmpfs,
         binds: [],
         keepWritable: [scoreDir],

@@ -83,6 +83,11 @@ export interface MountSpec {
   readonly loopback: boolean;
   readonly tmpfs: readonly TmpfsMount[];
   readonly binds: readonly BindMount[];
+  /**
+   * The world's own /dev instead of the host's: only the devices programs need, and a private
+   * devpts instance holding at most `maxPtys` ptys (the host's ptys stay the host's).
+   */
+  readonly dev?: { readonly maxPtys: number };
   /** Host mounts that stay writable as they are (they must already be nosuid,nodev): none by default. */
   readonly keepWritable?: readonly string[];
   /**
@@ -120,13 +125,21 @@ export function planMounts(spec: MountSpec): MountPlan {
     ...candidates.filter((c) => !isDirectory(c)).sort(),
     ...candidates.filter(isDirectory).sort(),
   ];
-  const replaced = [...new Set(['/proc', '/sys', ...mounted, ...keep])];
+  const replaced = [
+    ...new Set(['/proc', '/sys', ...(spec.dev === undefined ? [] : ['/dev']), ...mounted, ...keep]),
+  ];
   const d: string[] = [];
   if (spec.loopback) d.push('lo');
   d.push('hostname', spec.hostname);
   d.push('sweep', String(replaced.length + covers.length), ...replaced, ...covers);
   d.push('remount', '/proc', 'ro,nosuid,nodev,noexec');
   d.push('sysfs', '/sys');
+  if (spec.dev !== undefined) {
+    // Populated, then read-only: nothing can be added to it (its tmpfs and devpts are
+    // mounted over and under it before the remount).
+    d.push('dev', '/dev', String(spec.dev.maxPtys));
+    d.push('remount', '/dev', 'ro,nosuid,noexec');
+  }
   for (const m of spec.tmpfs) {
     const owner = m.uid === undefined ? '' : `,uid=${m.uid},gid=${m.gid ?? m.uid}`;
     d.push('tmpfs', m.path, `size=${m.sizeBytes},mode=${m.mode}${owner},nosuid,nodev`);

@@ -3,6 +3,7 @@
 // interpolation, so no path or value can change what they run.
 import initScript from '../programs/init.sh?raw';
 import launchScript from '../programs/launch.sh?raw';
+import devProgram from '../programs/dev.pl?raw';
 import seccompLoader from '../programs/seccomp.pl?raw';
 import setupScript from '../programs/setup.sh?raw';
 
@@ -10,7 +11,7 @@ import setupScript from '../programs/setup.sh?raw';
  * Root setup (programs/setup.sh), run by bash as PID 1 of the fresh PID/mount/IPC/UTS/net
  * namespaces.
  *
- * Arguments: mount-binary ip-binary init-shell cat-binary, then directives:
+ * Arguments: mount-binary ip-binary init-shell cat-binary perl-binary, then directives:
  *   lo                       bring the loopback interface up (in the background; waited for
  *                            before `karotte-ready`)
  *   hostname NAME            set the UTS hostname
@@ -22,6 +23,9 @@ import setupScript from '../programs/setup.sh?raw';
  *   sysfs PATH               mount a fresh read-only sysfs (of this network namespace)
  *   remount PATH OPTIONS     set a mount's flags (a bind remount: never the file system's own)
  *   bind SRC DST OPTIONS     bind SRC at DST with OPTIONS (one mount(8) run: bind, then remount)
+ *   dev PATH MAXPTYS         a fresh /dev: a small tmpfs with only null, zero, full, random,
+ *                            urandom and tty (DEV_PROGRAM), the fd links, and a private devpts
+ *                            instance (newinstance, at most MAXPTYS ptys) with ptmx linked to it
  *   cover PATH EMPTYFILE     hide PATH: an empty read-only root-only tmpfs over a directory,
  *                            a read-only bind of EMPTYFILE over anything else; missing: skipped;
  *                            below a directory covered before: skipped (already unreachable)
@@ -66,3 +70,11 @@ export const LAUNCH_SCRIPT: string = launchScript;
  * The filter then holds for the program and everything it starts.
  */
 export const SECCOMP_LOADER: string = seccompLoader;
+
+/**
+ * The /dev populator (programs/dev.pl), run by perl as root inside the new mount namespace
+ * (reaches the setup through the DEVPL environment variable): the device nodes programs need
+ * (null, zero, full, random, urandom, tty), the fd, stdin, stdout, stderr and ptmx links, and
+ * the directories the private devpts and /dev/shm mount on.
+ */
+export const DEV_PROGRAM: string = devProgram;

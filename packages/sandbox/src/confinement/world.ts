@@ -6,7 +6,7 @@ import { SandboxError } from '../errors.js';
 import type { SandboxBinaries } from './binaries.js';
 import { mountViolations } from './mounts.js';
 import { childrenOf, isSameProcessLiving } from '../procfs.js';
-import { INIT_SCRIPT, LAUNCH_SCRIPT, SECCOMP_LOADER, SETUP_SCRIPT } from './scripts.js';
+import { DEV_PROGRAM, INIT_SCRIPT, LAUNCH_SCRIPT, SECCOMP_LOADER, SETUP_SCRIPT } from './scripts.js';
 
 /**
  * The world's init died between a check and a launch (the OOM killer, a reap from outside).
@@ -93,11 +93,12 @@ export class World {
       bins.ip,
       bins.sh,
       bins.cat,
+      bins.perl,
       ...directives,
     ];
     const [file, ...args] = argv;
     const holder = spawn(file!, args, {
-      env: { ...ROOT_ENV, INIT: INIT_SCRIPT },
+      env: { ...ROOT_ENV, INIT: INIT_SCRIPT, DEVPL: DEV_PROGRAM },
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: false,
     });

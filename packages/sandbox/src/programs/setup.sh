@@ -1,12 +1,13 @@
 # shellcheck shell=bash
 # Root setup, PID 1 of the sandbox's fresh namespaces (bash -c, see ../scripts.ts).
-# Arguments: mount ip init-shell cat, then directives; INIT (environment): the init script.
+# Arguments: mount ip init-shell cat perl, then directives; INIT and DEVPL (environment): the
+# init script and the /dev populator.
 set -u
 fail() { printf 'karotte-setup: %s\n' "$*" >&2; exit 1; }
 fds=(/proc/$$/fd/*)
 for f in "${fds[@]}"; do n=${f##*/}; if (( n > 2 )); then exec {n}>&-; fi; done
-MOUNT=$1 IP=$2 INITSH=$3 CAT=$4
-shift 4
+MOUNT=$1 IP=$2 INITSH=$3 CAT=$4 PERL=$5
+shift 5
 lo_pid=
 mounted() {
   local id rest
@@ -76,6 +77,12 @@ while (( $# > 0 )); do
     remount) "$MOUNT" --options-source=disable -o "remount,bind,$3" "$2" || fail "cannot remount $2 ($3)"; shift 3 ;;
     bind) "$MOUNT" --options-source=disable --bind -o "$4" "$2" "$3" || fail "cannot bind $2 at $3 ($4)"; shift 4 ;;
     cover) cover "$2" "$3"; shift 3 ;;
+    dev)
+      "$MOUNT" -t tmpfs -o size=64k,nr_inodes=64,mode=755,nosuid,noexec karotte-dev "$2" || fail "cannot mount tmpfs at $2"
+      # From a pipe, not -e: perl -e opens /dev/null, which does not exist yet.
+      printf '%s' "$DEVPL" | "$PERL" - "$2" || fail "cannot populate $2"
+      "$MOUNT" -t devpts -o "ro,nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,max=$3" karotte-pts "$2/pts" || fail "cannot mount devpts at $2/pts"
+      shift 3 ;;
     *) fail "unknown directive $1" ;;
   esac
 done

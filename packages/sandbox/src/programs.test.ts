@@ -6,7 +6,13 @@ import { resolveTrustedBinary } from '@karotte/base';
 import { describe, expect, it } from 'vitest';
 import { NETWORK_PROBE_SCRIPT } from './network.js';
 import fileToolScript from './programs/file-tool.cjs?raw';
-import { INIT_SCRIPT, LAUNCH_SCRIPT, SECCOMP_LOADER, SETUP_SCRIPT } from './confinement/scripts.js';
+import {
+  DEV_PROGRAM,
+  INIT_SCRIPT,
+  LAUNCH_SCRIPT,
+  SECCOMP_LOADER,
+  SETUP_SCRIPT,
+} from './confinement/scripts.js';
 import { SYSCALL_PROBE } from './check.js';
 import { SHELL_SCRIPT } from './shell-script.js';
 

@@ -1,6 +1,6 @@
 import { recoverGraderLeftovers, type GraderRecoveryReport } from '@karotte/grader';
 import { recoverLeftovers as recoverLimitLeftovers, type RecoveryReport } from '@karotte/limits';
-import { DEFAULT_STATE_DIR, reclaimStaleSandboxes } from '@karotte/sandbox';
+import { DEFAULT_SANDBOX_STATE_DIR, reclaimStaleSandboxes } from '@karotte/sandbox';
 
 /** What {@link recoverLeftovers} reclaimed. */
 export interface LeftoverReport {
@@ -19,7 +19,7 @@ export interface LeftoverReport {
  * Call it once before new episodes start (the app does, for run, demo and redteam).
  */
 export async function recoverLeftovers(): Promise<LeftoverReport> {
-  const sandboxes = await reclaimStaleSandboxes(DEFAULT_STATE_DIR);
+  const sandboxes = await reclaimStaleSandboxes(DEFAULT_SANDBOX_STATE_DIR);
   const graders = await recoverGraderLeftovers();
   const limits = await recoverLimitLeftovers();
   return { sandboxes, graders, limits };

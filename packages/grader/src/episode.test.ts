@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { LimitsError } from '@karotte/limits';
 import { studentLimitOutcome } from './episode.js';
 import { limitHitSchema } from './verdict.js';
 
@@ -32,5 +33,41 @@ describe('studentLimitOutcome', () => {
     ]);
     for (const hit of outcome.limitHits) expect(limitHitSchema.parse(hit)).toEqual(hit);
     expect(outcome.misbehavior.map((m) => m.code)).toEqual(['MEMORY_LIMIT', 'DISK_LIMIT', 'PIDS_LIMIT']);
+  });
+
+  it('an OOM kill outside the episode is a host fault: nothing is charged, and it throws HOST_OUT_OF_MEMORY', () => {
+    const hostKill = {
+      limit: 'memory' as const,
+      kind: 'host_oom' as const,
+      count: 1,
+      atMs: 1,
+      observed: 17 * 1024 * 1024,
+      limitValue: 256 * 1024 * 1024,
+      source: 'memory.oom_control:oom_kill, memory.failcnt 0, peak 17825792 of 268435456 bytes',
+    };
+    let thrown: unknown;
+    try {
+      studentLimitOutcome([hostKill]);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(LimitsError.isInstance(thrown)).toBe(true);
+    expect(thrown).toMatchObject({ code: 'HOST_OUT_OF_MEMORY', kind: 'system' });
+    expect((thrown as Error).message).toContain('within its 256 MiB limit');
+    // Alongside a real limit hit, the host's fault still wins: the run is not a verdict.
+    expect(() =>
+      studentLimitOutcome([
+        {
+          limit: 'pids',
+          kind: 'max',
+          count: 3,
+          atMs: 2,
+          observed: 64,
+          limitValue: 64,
+          source: 'pids.events:max',
+        },
+        hostKill,
+      ]),
+    ).toThrow(/outside the episode/);
   });
 });

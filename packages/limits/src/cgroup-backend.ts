@@ -64,8 +64,17 @@ function assertSocketAccounting(version: 1 | 2): void {
 
 /** Raw counters of a group (cumulative since the group was created). */
 export interface GroupCounters {
+  /** Processes of the group the kernel's OOM killer killed, for any OOM (its own or outside it). */
   readonly oomKills: number;
+  /**
+   * v2 `memory.events` `oom`: times the group's own limit was reached and an allocation was
+   * about to fail (an OOM of this group, not of the host or an ancestor). Null on v1.
+   */
+  readonly ownOoms: number | null;
+  /** Times usage hit the group's own limit (v2 `memory.events` `max`; v1 `memory.failcnt`). */
   readonly memoryMaxHits: number;
+  /** v1 `memory.memsw.failcnt` (the memory+swap limit, charged first, hit); 0 on v2 or without memsw. */
+  readonly memswMaxHits: number;
   readonly pidsMaxHits: number;
   readonly memoryBytes: number;
   readonly memoryPeakBytes: number | null;
@@ -222,7 +231,9 @@ export function createV1(
         const pidsEvents = readKeyed(io, `${pidsDir}/pids.events`);
         return {
           oomKills: oom.get('oom_kill') ?? 0,
+          ownOoms: null,
           memoryMaxHits: readNumberOr(io, `${memoryDir}/memory.failcnt`, 0),
+          memswMaxHits: readNumberOr(io, `${memoryDir}/memory.memsw.failcnt`, 0),
           pidsMaxHits: pidsEvents.get('max') ?? 0,
           memoryBytes: readNumberOr(io, `${memoryDir}/memory.usage_in_bytes`, 0),
           memoryPeakBytes: readNumberOr(io, `${memoryDir}/memory.max_usage_in_bytes`, null),
@@ -398,7 +409,9 @@ export function createV2(
         const pidsEvents = readKeyed(io, `${dir}/pids.events`);
         return {
           oomKills: memoryEvents.get('oom_kill') ?? 0,
+          ownOoms: memoryEvents.get('oom') ?? 0,
           memoryMaxHits: memoryEvents.get('max') ?? 0,
+          memswMaxHits: 0,
           pidsMaxHits: pidsEvents.get('max') ?? 0,
           memoryBytes: readNumberOr(io, `${dir}/memory.current`, 0),
           memoryPeakBytes: readNumberOr(io, `${dir}/memory.peak`, null),

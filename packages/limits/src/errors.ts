@@ -22,6 +22,12 @@ const LIMITS_ERROR_CODES = {
   INSUFFICIENT_MEMORY: 'system',
   /** A state or image directory is not owned by us or is writable by others, so its records could be forged. */
   UNSAFE_STATE_DIR: 'system',
+  /**
+   * The kernel's OOM killer killed a process of the group while the group was within its own
+   * limit: an OOM outside it (the host ran out, or an ancestor's limit). An infrastructure fault
+   * of the host, never the student's misbehavior.
+   */
+  HOST_OUT_OF_MEMORY: 'system',
   /** The operation's `abortSignal` fired. */
   ABORTED: 'system',
   /** A group or quota was used after `remove()` (a caller bug). */

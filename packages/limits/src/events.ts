@@ -1,5 +1,6 @@
-import { createMisbehavior, formatBytes } from '@karotte/base';
+import { BadArgumentError, createMisbehavior, formatBytes } from '@karotte/base';
 import type { MisbehaviorRecord } from '@karotte/base';
+import { LimitsError } from './errors.js';
 
 /**
  * How a limit is enforced on this host:
@@ -29,8 +30,14 @@ export type LimitName = (typeof LIMIT_NAMES)[number];
 
 /** What happened at a limit. */
 export type LimitEventKind =
-  /** The kernel's OOM killer killed processes of the group (`count` of them). */
+  /** The kernel's OOM killer killed processes of the group (`count` of them) at the group's own limit. */
   | 'oom_kill'
+  /**
+   * The kernel's OOM killer killed processes of the group (`count` of them) while the group was
+   * within its own limit: an OOM outside it (the host ran out of memory, or an ancestor's limit).
+   * An infrastructure fault, never the student's: see {@link isHostFault}.
+   */
+  | 'host_oom'
   /** The kernel refused forks at `pids.max` (`count` refusals). */
   | 'max'
   /** The quota was found full (no free blocks or no free inodes). */
@@ -53,12 +60,49 @@ export interface LimitEvent {
   readonly observed: number | null;
   /** The limit in force (read back from the kernel). */
   readonly limitValue: number;
-  /** Where it was read: `memory.events:oom_kill`, `memory.oom_control:oom_kill`, `pids.events:max`, `statfs`, `watchdog`. */
+  /**
+   * Where it was read: `memory.events:oom_kill`, `memory.oom_control:oom_kill`, `pids.events:max`,
+   * `statfs`, `watchdog`; for `host_oom`, the counter and why the group's own limit was not reached.
+   */
   readonly source: string;
 }
 
-/** Turn a limit event into the misbehavior record a verdict carries (score 0, never `error`). */
+/**
+ * True when `event` is the host's fault, not the student's (`host_oom`: an OOM kill while the
+ * group stayed within its own limit). Such an event is no limit hit and no misbehavior: the
+ * episode's run is an infrastructure fault (`error`), never a verdict on the student.
+ */
+export function isHostFault(event: LimitEvent): boolean {
+  return event.kind === 'host_oom';
+}
+
+/**
+ * The infrastructure fault among `events`, as the error a caller fails the episode with
+ * (`HOST_OUT_OF_MEMORY`, kind `system`), or undefined when every event is the student's.
+ */
+export function hostFaultOf(events: readonly LimitEvent[]): LimitsError | undefined {
+  const kills = events.filter(isHostFault);
+  if (kills.length === 0) return undefined;
+  const count = kills.reduce((sum, event) => sum + event.count, 0);
+  const first = kills[0]!;
+  return new LimitsError(
+    'HOST_OUT_OF_MEMORY',
+    `the kernel killed ${count} student process${count === 1 ? '' : 'es'} in an out-of-memory outside the episode (the host or a parent group ran out) while the episode stayed within its ${formatBytes(first.limitValue)} limit (${first.source})`,
+  );
+}
+
+/**
+ * Turn a limit event into the misbehavior record a verdict carries (score 0, never `error`).
+ *
+ * @throws BadArgumentError for a host fault ({@link isHostFault}): it is not the student's.
+ */
 export function toMisbehavior(event: LimitEvent): MisbehaviorRecord {
+  if (isHostFault(event)) {
+    throw new BadArgumentError(
+      `a ${event.kind} event is an infrastructure fault, not the student's misbehavior (check isHostFault first)`,
+      { field: 'event.kind' },
+    );
+  }
   switch (event.limit) {
     case 'memory':
       return createMisbehavior(

@@ -393,14 +393,16 @@ class CgroupLimitGroup implements LimitGroup {
     const nowMs = Date.now();
     const oomKills = now.oomKills - this.baseline.oomKills;
     if (oomKills > 0) {
+      const counter = this.cgroup.version === 2 ? 'memory.events:oom_kill' : 'memory.oom_control:oom_kill';
+      const own = this.ownLimitReached(now);
       events.push({
         limit: 'memory',
-        kind: 'oom_kill',
+        kind: own.reached ? 'oom_kill' : 'host_oom',
         count: oomKills,
-        atMs: this.firstSeen.at('memory', nowMs),
+        atMs: this.firstSeen.at(own.reached ? 'memory' : 'host_oom', nowMs),
         observed: now.memoryPeakBytes ?? now.memoryBytes,
         limitValue: this.limits.memoryBytes,
-        source: this.cgroup.version === 2 ? 'memory.events:oom_kill' : 'memory.oom_control:oom_kill',
+        source: own.reached ? counter : `${counter}, ${own.evidence}`,
       });
     }
     const refusals = now.pidsMaxHits - this.baseline.pidsMaxHits;
@@ -416,6 +418,33 @@ class CgroupLimitGroup implements LimitGroup {
       });
     }
     return events;
+  }
+
+  /**
+   * Whether the group itself reached its limit since creation: the one case an OOM kill in it
+   * is the student's. The kernel counts every OOM kill of a member (a global OOM, an ancestor's
+   * limit: v1's `oom_kill` counts them all), so a kill alone proves nothing. v2: `memory.events`
+   * `oom` (the group's own limit was reached and an allocation was about to fail). v1, which has
+   * no such counter: a failed charge at the group's own limit (`memory.failcnt` or
+   * `memory.memsw.failcnt`, the one charged first) or a peak at the limit. A charge refused at
+   * an ancestor's limit counts in the ancestor's failcnt, not here.
+   */
+  private ownLimitReached(now: GroupCounters): { reached: boolean; evidence: string } {
+    const base = this.baseline;
+    if (now.ownOoms !== null) {
+      const ooms = now.ownOoms - (base.ownOoms ?? 0);
+      return {
+        reached: ooms > 0,
+        evidence: `memory.events oom ${ooms}: the group never reached its own limit`,
+      };
+    }
+    const failed = now.memoryMaxHits - base.memoryMaxHits + (now.memswMaxHits - base.memswMaxHits);
+    const peak = now.memoryPeakBytes;
+    const atLimit = peak !== null && peak >= this.limits.memoryBytes - 64 * 1024;
+    return {
+      reached: failed > 0 || atLimit,
+      evidence: `memory.failcnt 0, peak ${String(peak)} of ${this.limits.memoryBytes} bytes: the group never reached its own limit`,
+    };
   }
 
   killAll(): Promise<GroupKillResult> {

@@ -28,7 +28,7 @@ export {
   DEFAULT_STATE_DIR,
   DEFAULT_IMAGE_DIR,
 } from './constants.js';
-export { CONTRACTS, LIMIT_NAMES, toMisbehavior } from './events.js';
+export { CONTRACTS, LIMIT_NAMES, hostFaultOf, isHostFault, toMisbehavior } from './events.js';
 export type { Contract, LimitName, LimitEvent, LimitEventKind } from './events.js';
 export { cgroupHierarchySchema, detectCgroups } from './cgroup-detect.js';
 export type { CgroupHierarchy, CgroupDetection } from './cgroup-detect.js';

@@ -31,17 +31,20 @@ async function refusal(profile: ToolProfile, name: string, args: unknown): Promi
 }
 
 describe('createToolProfile', () => {
-  it('knows karotte, anthropic and openai, each with the tools of its schema family', () => {
-    expect(TOOL_PROFILE_NAMES).toEqual(['karotte', 'anthropic', 'openai']);
+  it('knows bash, karotte, anthropic and openai, each with the tools of its schema family', () => {
+    expect(TOOL_PROFILE_NAMES).toEqual(['bash', 'karotte', 'anthropic', 'openai']);
     const tools = Object.fromEntries(
       TOOL_PROFILE_NAMES.map((name) => [name, createToolProfile(name).tools.map((tool) => tool.name)]),
     );
     expect(tools).toEqual({
+      bash: ['bash'],
       karotte: ['bash', 'view_lines_in_file', 'replace_in_file', 'view_image_file'],
       anthropic: ['bash', 'str_replace_based_edit_tool'],
       openai: ['shell', 'apply_patch'],
     });
     for (const name of TOOL_PROFILE_NAMES) expect(createToolProfile(name).name).toBe(name);
+    // The karotte profile's bash is the default profile's, schema and all.
+    expect(createToolProfile('karotte').tools[0]).toBe(createToolProfile('bash').tools[0]);
   });
 
   it('refuses an unknown name (field name) and bad options (their field)', () => {
@@ -57,7 +60,7 @@ describe('createToolProfile', () => {
     expect(unknown).toMatchObject({
       code: 'INVALID_ARGUMENT',
       field: 'name',
-      message: 'unknown tool profile "swe-agent": expected one of karotte, anthropic, openai',
+      message: 'unknown tool profile "swe-agent": expected one of bash, karotte, anthropic, openai',
     });
     expect(() => createToolProfile('anthropic', { maxCharacters: 0 })).toThrow(
       expect.objectContaining({ field: 'maxCharacters' }),
@@ -97,12 +100,25 @@ describe('calls refused before the world is touched', () => {
     expect(await refusal(karotte, 'str_replace_based_edit_tool', {})).toBe(
       'unknown tool str_replace_based_edit_tool; the tools are bash, view_lines_in_file, replace_in_file, view_image_file',
     );
-    expect(await refusal(karotte, 'bash', { command: 'ls', timeout: 5 })).toBe(
+    const anthropic = createToolProfile('anthropic');
+    expect(await refusal(anthropic, 'bash', { command: 'ls', timeout: 5 })).toBe(
       'invalid arguments for bash: unknown field timeout',
     );
-    expect(await refusal(karotte, 'bash', { command: 42 })).toMatch(/^invalid arguments for bash: command: /);
-    expect(await refusal(karotte, 'bash', 'ls')).toMatch(/^invalid arguments for bash: arguments: /);
-    expect(await refusal(karotte, 'bash', { command: 'ls', timeoutMs: -1 })).toMatch(/timeoutMs/);
+    expect(await refusal(anthropic, 'bash', { command: 42 })).toMatch(
+      /^invalid arguments for bash: command: /,
+    );
+    expect(await refusal(anthropic, 'bash', 'ls')).toMatch(/^invalid arguments for bash: arguments: /);
+  });
+
+  it('karotte: bash answers exactly as the default profile does, refusals included', async () => {
+    const request = { id: 'c', name: 'bash', arguments: { command: 'ls', timeout: 5 } };
+    const viaKarotte = await createToolProfile('karotte').call(request, context);
+    const viaDefault = await createToolProfile('bash').call(request, context);
+    expect({ ...viaKarotte, durationMs: 0 }).toEqual({ ...viaDefault, durationMs: 0 });
+    expect(viaKarotte).toMatchObject({
+      ok: false,
+      note: 'malformed arguments: expected JSON {"command": string, "timeoutMs"?: number}',
+    });
   });
 
   it('karotte: Python Karotte argument rules', async () => {

@@ -3,6 +3,7 @@
 import { BadArgumentError, parseOptions } from '@karotte/base';
 import { z } from 'zod';
 import { createAnthropicProfile, DEFAULT_MAX_CHARACTERS } from './anthropic.js';
+import { bashProfile } from './bash.js';
 import { createKarotteProfile } from './karotte.js';
 import { createOpenAIProfile } from './openai.js';
 import type { ToolProfile } from './profile.js';
@@ -10,7 +11,7 @@ import type { ToolProfile } from './profile.js';
 export type { StudentFiles } from '../world.js';
 
 /** The names {@link createToolProfile} knows. */
-export const TOOL_PROFILE_NAMES = Object.freeze(['karotte', 'anthropic', 'openai'] as const);
+export const TOOL_PROFILE_NAMES = Object.freeze(['bash', 'karotte', 'anthropic', 'openai'] as const);
 export type ToolProfileName = (typeof TOOL_PROFILE_NAMES)[number];
 
 /** Options of {@link createToolProfile}. */
@@ -26,7 +27,8 @@ export const toolProfileOptionsSchema = z
 export type ToolProfileOptions = z.input<typeof toolProfileOptionsSchema>;
 
 /**
- * The tool profile named `name`: `karotte` (`bash`, `view_lines_in_file`, `replace_in_file`,
+ * The tool profile named `name`: `bash` (the default: the contract's one tool, `bashProfile`),
+ * `karotte` (`bash`, `view_lines_in_file`, `replace_in_file`,
  * `view_image_file`), `anthropic` (`bash`, `str_replace_based_edit_tool`) or `openai`
  * (`shell`, `apply_patch`). Each call of a profile runs as the student: commands in the
  * student's shell, file operations through the world's file tools.
@@ -35,6 +37,8 @@ export type ToolProfileOptions = z.input<typeof toolProfileOptionsSchema>;
 export function createToolProfile(name: string, options: ToolProfileOptions = {}): ToolProfile {
   const parsed = parseOptions(toolProfileOptionsSchema, options, 'tool profile options');
   switch (name) {
+    case 'bash':
+      return bashProfile;
     case 'karotte':
       return createKarotteProfile();
     case 'anthropic':

@@ -15,11 +15,11 @@ import {
   pathArgument,
   quote,
   refused,
-  runShell,
-  shellResult,
   defineTool,
+  type ProfileTool,
 } from './common.js';
 import { inspectImage } from './image.js';
+import { bashProfile } from './bash.js';
 import type { ToolProfile } from './profile.js';
 import { replacementDiff } from './replace-diff.js';
 
@@ -36,28 +36,14 @@ const IMAGE_MAX_SIDE_PIXELS = 2000;
 
 const VIEW_TRUNCATION_NOTE = `\n\n[... output truncated: exceeded ${VIEW_MAX_CONTENT_BYTES} bytes; request a narrower line range ...]`;
 
-const bash = defineTool({
-  spec: {
-    name: 'bash',
-    description:
-      'Run a command in your persistent bash shell. The working directory and exported variables carry over between calls. A command past its timeout is stopped and the shell goes on.',
-    parameters: {
-      type: 'object',
-      properties: {
-        command: { type: 'string', description: 'the bash command to run' },
-        timeoutMs: { type: 'number', description: 'timeout in milliseconds (capped by the task)' },
-      },
-      required: ['command'],
-      additionalProperties: false,
-    },
-  },
-  arguments: z
-    .object({ command: z.string().max(MiB), timeoutMs: z.number().int().positive().optional() })
-    .strict(),
-  async run(args, context) {
-    return shellResult(await runShell(context, args.command, args.timeoutMs));
-  },
-});
+/**
+ * `bash` is the default profile's own tool (bash.ts): the same schema, timeout rule, refusals
+ * and rendering, so the contract's tool works unchanged in this profile.
+ */
+const bash: ProfileTool = {
+  spec: bashProfile.tools[0]!,
+  validate: (raw) => (context) => bashProfile.call({ id: 'bash', name: 'bash', arguments: raw }, context),
+};
 
 const viewLines = defineTool({
   spec: {

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createOpenAIAgent, type OpenAIAgentOptions } from '@karotte/agents';
+import { createOpenAIAgent, replaySchema, type OpenAIAgentOptions } from '@karotte/agents';
 import {
   createScriptedModelServer,
   textReply,
@@ -192,6 +192,16 @@ describe('the model loop: empty turns', () => {
     ]);
     expect(transcript.filter((e) => e.type === 'message' && e['nudge'] === true)).toHaveLength(2);
     expect(transcript.find((e) => e.type === 'step_ended')).toMatchObject({ stopReason: 'no_tool_calls' });
+    // The reasoning is beside the message: every assistant message of the transcript is a replay message.
+    const reasoned = transcript.find((e) => e.type === 'message' && e['reasoning'] !== undefined);
+    expect(reasoned).toMatchObject({
+      reasoning: 'let me think about it',
+      message: { role: 'assistant', content: null },
+    });
+    const assistants = transcript
+      .filter((e) => e.type === 'message' && (e['message'] as { role: string }).role === 'assistant')
+      .map((e) => e['message']);
+    expect(replaySchema.safeParse(assistants).success).toBe(true);
   });
 
   it('more than 3 empty turns in a row end the step as failed (EMPTY_TURN_LIMIT), never error', async () => {

@@ -583,7 +583,14 @@ export class Episode {
       : message;
     this.conversation.push(recorded);
     if (options.finalAnswer && typeof message.content === 'string') this.finalAnswer = message.content;
-    await this.transcript!.append('message', { step: this.stepIndex, message: recorded });
+    // The model's reasoning is kept beside the message, so a `message` of the transcript is
+    // always a replay message (contract section 5: strict, without `reasoning_content`).
+    const { reasoning_content: reasoning, ...replayable } = recorded;
+    await this.transcript!.append('message', {
+      step: this.stepIndex,
+      message: replayable,
+      ...(typeof reasoning === 'string' && reasoning !== '' ? { reasoning } : {}),
+    });
     const observations: ToolObservation[] = [];
     for (const [i, call] of calls.entries()) {
       const { observation, content } = await this.runTool(call, parsed[i]!, options.refuseCalls);

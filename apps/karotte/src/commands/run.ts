@@ -1,5 +1,6 @@
 import path from 'node:path';
 import process from 'node:process';
+import { KarotteError } from '@karotte/base';
 import {
   CoreError,
   createReplayAgent,
@@ -7,6 +8,7 @@ import {
   loadTask,
   recoverLeftovers,
   runEpisode,
+  type WorldFactory,
 } from '@karotte/core';
 import type { Command } from './command.js';
 import { listenForTermination } from '../signals.js';
@@ -69,8 +71,6 @@ export const runCommand: Command = {
       throw error;
     }
     const outDir = await prepareOutDir('out', flags.out!);
-    // Leftovers of a harness killed earlier are reclaimed before a new episode starts.
-    if (process.getuid?.() === 0) await recoverLeftovers();
     const termination = listenForTermination((signal) => {
       io.stderr.write(`karotte run: ${signal}: stopping the episode and tearing down\n`);
     });
@@ -83,7 +83,7 @@ export const runCommand: Command = {
     try {
       const result = await runEpisode(task, createReplayAgent(messages), {
         outDir,
-        createWorld: appWorld([outDir]),
+        createWorld: recoveringWorld(appWorld([outDir])),
         abortSignal: termination.signal,
         // The replay ends the episode (contract section 5), not a turn limit below its length.
         maxTurns: Math.max(messages.length, 1),
@@ -110,3 +110,32 @@ export const runCommand: Command = {
     }
   },
 };
+
+/**
+ * `create`, after reclaiming what harnesses killed earlier left behind (as root). Recovery is
+ * the first part of making the world, inside the episode: when it fails (an unsafe state
+ * directory, a leftover that will not go), the run refuses to start as on any host that cannot
+ * give the sandbox: status `error`, and result.json says why. Run before the episode, its
+ * throw used to end the command with exit 1 and no result.json at all.
+ */
+function recoveringWorld(create: WorldFactory): WorldFactory {
+  return async (spec) => {
+    if (process.getuid?.() === 0) {
+      try {
+        await recoverLeftovers();
+      } catch (error) {
+        const reason = KarotteError.isInstance(error)
+          ? `${error.code}: ${error.message}`
+          : error instanceof Error
+            ? error.message
+            : String(error);
+        throw new CoreError(
+          'CONFINEMENT_UNAVAILABLE',
+          `cannot reclaim the leftovers of earlier runs, so no sandbox was made: ${reason}`,
+          { cause: error },
+        );
+      }
+    }
+    return create(spec);
+  };
+}

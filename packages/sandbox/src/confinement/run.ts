@@ -43,6 +43,14 @@ export interface SuperviseOptions {
   readonly abortSignal?: AbortSignal | undefined;
   /** Stop the program and whatever it started; called once, on timeout, output cap or abort. */
   readonly kill: () => void;
+  /**
+   * After the exit, how long the output pipes may take to end before the result is returned
+   * without them (a descendant may hold them open). Long for the sandbox's own programs, whose
+   * output must arrive whole even on a loaded host; short for a grader, whose left-behind
+   * descendants must not hold the verdict.
+   * @default 100
+   */
+  readonly drainGraceMs?: number;
 }
 
 /** Keeps the first or the last `size` bytes written to it. */
@@ -73,7 +81,7 @@ class Kept {
   }
 }
 
-/** After the exit, how long the output pipes may take to end (a descendant may hold them). */
+/** See {@link SuperviseOptions.drainGraceMs}. */
 const DRAIN_GRACE_MS = 100;
 
 /**
@@ -168,7 +176,7 @@ export function superviseChild(child: ChildProcess, options: SuperviseOptions): 
       let pending = streams.length;
       const grace = setTimeout(() => {
         settle(code, signal, exitedAt);
-      }, DRAIN_GRACE_MS);
+      }, options.drainGraceMs ?? DRAIN_GRACE_MS);
       for (const stream of streams) {
         onEnd(stream, () => {
           pending -= 1;
@@ -211,6 +219,8 @@ export interface ConfinedRunOptions {
    * @default 'program'
    */
   readonly killScope?: 'program' | 'world';
+  /** See {@link SuperviseOptions.drainGraceMs}. @default 100 */
+  readonly drainGraceMs?: number;
 }
 
 /**
@@ -251,6 +261,7 @@ export function runConfined(options: ConfinedRunOptions): Promise<RunResult> {
     stdin: options.stdin,
     abortSignal: options.abortSignal,
     kill,
+    ...(options.drainGraceMs === undefined ? {} : { drainGraceMs: options.drainGraceMs }),
   }).finally(() => {
     clearTimeout(fallback);
   });
@@ -278,6 +289,9 @@ export interface InsideOptions {
   readonly abortSignal?: AbortSignal | undefined;
 }
 
+/** How long the output of the sandbox's own programs may trail their exit. */
+const INSIDE_DRAIN_GRACE_MS = 10_000;
+
 /** The first 16 KiB of stderr are kept; stderr never stops the program. */
 const INSIDE_STDERR_BYTES = 16_384;
 
@@ -295,6 +309,9 @@ export async function runInside(options: InsideOptions): Promise<InsideOutput> {
     stdout: { limitBytes: options.maxStdoutBytes, keepBytes: options.maxStdoutBytes, keep: 'head' },
     stderr: { limitBytes: Number.POSITIVE_INFINITY, keepBytes: INSIDE_STDERR_BYTES, keep: 'head' },
     abortSignal: options.abortSignal,
+    // The sandbox's own programs start nothing that outlives them: their output is waited for
+    // whole (a loaded host can deliver the end of a pipe well after the exit).
+    drainGraceMs: INSIDE_DRAIN_GRACE_MS,
   });
   return {
     stdout: result.stdout,

@@ -81,6 +81,21 @@ describe('parseCompletion', () => {
   });
 });
 
+describe('parseCompletion: tool call ids', () => {
+  it('gives a repeated id its own, so every tool result names one call', () => {
+    const call = (id: string) => ({ id, type: 'function', function: { name: 'bash', arguments: '{}' } });
+    const parsed = parseCompletion(
+      { choices: [{ message: { tool_calls: [call('a'), call('a'), call('b')] } }] },
+      3,
+    );
+    expect(parsed instanceof InvalidCompletion ? [] : parsed.message.tool_calls?.map((c) => c.id)).toEqual([
+      'a',
+      'call_karotte_3_1',
+      'b',
+    ]);
+  });
+});
+
 describe('StreamAccumulator', () => {
   it('joins deltas, assembles tool calls by index, keeps usage, token ids and the finish reason', () => {
     const acc = new StreamAccumulator();

@@ -143,17 +143,21 @@ function textOf(content: unknown): string | null {
 function toolCallsOf(value: unknown, turnIndex: number): ToolCall[] {
   if (!Array.isArray(value)) return [];
   const calls: ToolCall[] = [];
+  const seen = new Set<string>();
   for (const [index, raw] of value.entries()) {
     if (!isObject(raw)) continue;
     const fn = isObject(raw['function']) ? raw['function'] : {};
     const args = fn['arguments'];
-    const id = raw['id'];
+    const sent = raw['id'];
+    // A call without an id, or with an unusable or repeated one, gets its own: each tool
+    // result must name exactly one call, or the next request is refused.
+    const id =
+      typeof sent === 'string' && sent.length > 0 && sent.length <= 256 && !seen.has(sent)
+        ? sent
+        : `call_karotte_${turnIndex}_${index}`;
+    seen.add(id);
     calls.push({
-      // A server that sends no id (or an unusable one) gets one: tool results must name it.
-      id:
-        typeof id === 'string' && id.length > 0 && id.length <= 256
-          ? id
-          : `call_karotte_${turnIndex}_${index}`,
+      id,
       type: 'function',
       function: {
         name: typeof fn['name'] === 'string' ? fn['name'] : '',

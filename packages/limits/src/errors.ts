@@ -28,6 +28,13 @@ const LIMITS_ERROR_CODES = {
    * of the host, never the student's misbehavior.
    */
   HOST_OUT_OF_MEMORY: 'system',
+  /**
+   * An episode asks for more memory or file-table budget than the whole host can give all
+   * episodes together (`admit()`): it could never run here.
+   */
+  ADMISSION_REFUSED: 'system',
+  /** An episode did not fit beside the running ones within its wait (`admit()`): the host is busy. */
+  ADMISSION_TIMEOUT: 'system',
   /** The operation's `abortSignal` fired. */
   ABORTED: 'system',
   /** A group or quota was used after `remove()` (a caller bug). */

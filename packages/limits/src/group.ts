@@ -53,7 +53,7 @@ export const groupOptionsSchema = z
     memoryBytes: limitRules.memoryBytes.optional(),
     /** Memory kept for the harness when `memoryBytes` is derived. @default HARNESS_HEADROOM_BYTES (1 GiB) */
     harnessHeadroomBytes: z.number().int().nonnegative().default(HARNESS_HEADROOM_BYTES),
-    /** Most processes and threads alive in the group at once, 1 to 4194304. @default DEFAULT_PIDS (2048) */
+    /** Most processes and threads alive in the group at once, 1 to 4194304. @default DEFAULT_PIDS (512) */
     pids: groupPids.optional(),
     /** The old name of `pids`, deprecated: accepted until the next minor release; giving both with different values is an error. */
     pidsMax: groupPids.optional(),
@@ -63,7 +63,7 @@ export const groupOptionsSchema = z
      * @default DEFAULT_CPU_WEIGHT (100)
      */
     cpuWeight: limitRules.cpuWeight.optional(),
-    /** Per-process limits applied by {@link LimitGroup.launchPrefix}. @default { nofile: 4096, coreBytes: 0, memlockBytes: 65536 } */
+    /** Per-process limits applied by {@link LimitGroup.launchPrefix}. @default { nofile: 1024, coreBytes: 0, memlockBytes: 65536 } */
     rlimits: rlimitsSchema.prefault({}),
     /** Directory of owner records (for crash recovery). @default DEFAULT_STATE_DIR ('/run/karotte') */
     stateDir: absolutePath.default(DEFAULT_STATE_DIR),

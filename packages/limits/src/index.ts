@@ -60,3 +60,13 @@ export { probeOptionsSchema, probe } from './probe.js';
 export type { ProbeOptions, ProbeResult, ProbedLimit } from './probe.js';
 export { recoverOptionsSchema, recoverLeftovers } from './recover.js';
 export type { RecoverOptions, RecoveryReport, ReclaimedResource } from './recover.js';
+export {
+  admit,
+  admissionOptionsSchema,
+  hostCapacity,
+  defaultEpisodeMemoryBytes,
+  DEFAULT_ADMISSION_DIR,
+  DEFAULT_MEMORY_SHARES,
+  FILE_TABLE_SHARE,
+} from './admission.js';
+export type { Admission, AdmissionOptions, HostCapacity } from './admission.js';

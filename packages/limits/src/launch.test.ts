@@ -107,7 +107,7 @@ describe('launch prefix', () => {
       '--msgqueue=6:6',
     ]);
     expect(prlimitArgs(rlimitsSchema.parse({}))).toEqual([
-      '--nofile=4096:4096',
+      '--nofile=1024:1024',
       '--core=0:0',
       '--memlock=65536:65536',
     ]);

@@ -30,7 +30,7 @@ export const rlimitsSchema = z
     /**
      * RLIMIT_NOFILE, 3 (stdin, stdout, stderr) to 1048576. A student's is at least 16
      * (`studentLimitsSchema`).
-     * @default DEFAULT_NOFILE (4096)
+     * @default DEFAULT_NOFILE (1024)
      */
     nofile: z.number().int().min(3).max(MAX_NOFILE).default(DEFAULT_NOFILE),
     /** RLIMIT_CORE: no core dumps (a core of a big process is a disk flood). @default 0 */
@@ -114,7 +114,7 @@ export function buildLaunchPrefix(
 /** Options of {@link createLaunchPrefix}. Strict. */
 export const launchPrefixOptionsSchema = z
   .object({
-    /** Per-process limits. @default { nofile: 4096, coreBytes: 0, memlockBytes: 65536 } */
+    /** Per-process limits. @default { nofile: 1024, coreBytes: 0, memlockBytes: 65536 } */
     rlimits: rlimitsSchema.prefault({}),
   })
   .strict();

@@ -33,9 +33,9 @@ describe('studentLimitsSchema', () => {
 
   it('applies one default per limit, and leaves derived ones unset', () => {
     expect(studentLimitsSchema.parse({})).toEqual({
-      pids: 2048,
+      pids: 512,
       diskBytes: GiB,
-      nofile: 4096,
+      nofile: 1024,
       memlockBytes: 65536,
     });
   });
@@ -80,7 +80,7 @@ describe('the primitives accept every student limit', () => {
   });
 
   it('a group takes the old name pidsMax, and the same default as a student', () => {
-    expect(groupOptionsSchema.parse({}).pids).toBe(2048);
+    expect(groupOptionsSchema.parse({}).pids).toBe(512);
     expect(groupOptionsSchema.parse({ pidsMax: 64 }).pids).toBe(64);
     expect(groupOptionsSchema.parse({ pids: 64, pidsMax: 64 }).pids).toBe(64);
     expect(groupOptionsSchema.safeParse({ pids: 64, pidsMax: 65 }).success).toBe(false);

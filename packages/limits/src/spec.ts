@@ -27,7 +27,7 @@ export const MAX_PIDS = 4_194_304;
  * Process (and thread) limit of one student: far above honest use, far below a fork bomb.
  * @default 2048
  */
-export const DEFAULT_PIDS = 2048;
+export const DEFAULT_PIDS = 512;
 
 /**
  * CPU weight of one student (cgroup v2 `cpu.weight`, 1–10000; v1 `cpu.shares` = weight × 1024 / 100).
@@ -65,7 +65,7 @@ const MIN_DISK_INODES = 64;
  * RLIMIT_NOFILE (soft and hard) of every student process.
  * @default 4096
  */
-export const DEFAULT_NOFILE = 4096;
+export const DEFAULT_NOFILE = 1024;
 
 /** Largest RLIMIT_NOFILE: the kernel's default `fs.nr_open`. */
 export const MAX_NOFILE = 1_048_576;
@@ -118,12 +118,12 @@ export const studentLimitsSchema = z
     /**
      * Memory of the whole student: processes, page cache, tmpfs and `/dev/shm` files, SysV
      * shm. At least 16 MiB. Rounded down to the page size by the kernel.
-     * @default min(host RAM, every memory limit above the harness's cgroup) − HARNESS_HEADROOM_BYTES (1 GiB)
+     * @default defaultEpisodeMemoryBytes(): a share, (host RAM − HARNESS_HEADROOM_BYTES) / DEFAULT_MEMORY_SHARES (4), applied where the episode is admitted (the sandbox)
      */
     memoryBytes: limitRules.memoryBytes.optional(),
     /**
      * Most processes and threads at once, the sandbox's own included. 16 to 4194304.
-     * @default DEFAULT_PIDS (2048)
+     * @default DEFAULT_PIDS (512)
      */
     pids: limitRules.pids.default(DEFAULT_PIDS),
     /**
@@ -145,7 +145,7 @@ export const studentLimitsSchema = z
     diskInodes: limitRules.diskInodes.optional(),
     /**
      * RLIMIT_NOFILE of every student process. 16 to 1048576.
-     * @default DEFAULT_NOFILE (4096)
+     * @default DEFAULT_NOFILE (1024)
      */
     nofile: limitRules.nofile.default(DEFAULT_NOFILE),
     /**

@@ -8,6 +8,11 @@ const SANDBOX_ERROR_CODES = {
   NETWORK_NOT_ISOLATED: 'system',
   /** Building the sandbox's namespaces, mounts or identity failed. */
   SETUP_FAILED: 'system',
+  /**
+   * The episode's memory and open-file budget did not fit beside the running episodes on this
+   * host within its admission wait (`admissionWaitMs`): the host is busy, try later.
+   */
+  HOST_BUSY: 'system',
   /** Every uid of the reserved range is in use by a live episode. */
   NO_FREE_IDENTITY: 'system',
   /** The sandbox was used after `destroy()`: a caller bug. */

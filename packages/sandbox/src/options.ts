@@ -33,7 +33,7 @@ const pids = studentLimitsSchema.shape.pids.unwrap();
  */
 export const sandboxLimitsSchema = studentLimitsSchema
   .extend({
-    /** Most processes and threads at once, the sandbox's own included; 16 to 4194304. @default DEFAULT_PIDS (2048) */
+    /** Most processes and threads at once, the sandbox's own included; 16 to 4194304. @default DEFAULT_PIDS (512) */
     pids: pids.optional(),
     /** The old name of `pids`, deprecated: accepted until the next minor release; giving both with different values is an error. */
     pidsMax: pids.optional(),
@@ -180,6 +180,12 @@ export const sandboxOptionsSchema = z
      * (see the README); a task loosens it by name with a reason. @default { allow: [] }
      */
     syscallFilter: syscallFilterOptionsSchema.prefault({}),
+    /**
+     * How long creation waits for the episode's memory and open-file budget to fit beside the
+     * running episodes on this host (`@karotte/limits`' `admit`) before `HOST_BUSY`.
+     * @default 120000
+     */
+    admissionWaitMs: z.number().int().nonnegative().max(3_600_000).default(120_000),
     /** Cancels creation (everything made so far is removed). */
     abortSignal: z.instanceof(AbortSignal).optional(),
   })

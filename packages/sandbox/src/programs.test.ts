@@ -29,6 +29,12 @@ const programs = [
     stderr: '- syntax OK\n',
   },
   {
+    file: 'dev.pl',
+    text: DEV_PROGRAM,
+    check: [resolveTrustedBinary('perl'), '-c', '-'],
+    stderr: '- syntax OK\n',
+  },
+  {
     file: 'syscall-probe.pl',
     text: SYSCALL_PROBE,
     check: [resolveTrustedBinary('perl'), '-c', '-'],

@@ -31,9 +31,12 @@ import {
   type SandboxOptions,
 } from './options.js';
 import {
+  admitEpisode,
   createLimits,
+  defaultMemoryBytes,
   reapStudent,
   reclaimIpc,
+  type Admission,
   type ConfirmedReapRecord,
   type EpisodeLimits,
   type LimitEvent,
@@ -105,14 +108,31 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
   ensureRootOnlyDir(parsed.stateDir);
   await reclaimStaleSandboxes(parsed.stateDir);
   const sandboxId = `sb-${randomBytes(5).toString('hex')}`;
-  const lease = await allocateLease({
-    lockDir: leaseDir(parsed.stateDir),
-    firstUid: parsed.uidRange.first,
-    count: parsed.uidRange.count,
-    sandboxId,
-    reclaim: (record, uid) => reclaimDeadSandbox(parsed.stateDir, record, uid),
+  // A task without a memory limit gets a share of the host, never the whole host; then the
+  // episode waits (bounded) until its memory and worst-case open files fit beside the running
+  // ones, before anything of it exists.
+  const limits = { ...parsed.limits, memoryBytes: parsed.limits.memoryBytes ?? defaultMemoryBytes() };
+  const admission = await admitEpisode({
+    label: sandboxId,
+    memoryBytes: limits.memoryBytes,
+    files: limits.pids * limits.nofile,
+    waitMs: parsed.admissionWaitMs,
+    abortSignal: parsed.abortSignal,
   });
-  const sandbox = new SandboxImpl(parsed, bins, node, lease, sandboxId, hidden);
+  let lease: IdentityLease;
+  try {
+    lease = await allocateLease({
+      lockDir: leaseDir(parsed.stateDir),
+      firstUid: parsed.uidRange.first,
+      count: parsed.uidRange.count,
+      sandboxId,
+      reclaim: (record, uid) => reclaimDeadSandbox(parsed.stateDir, record, uid),
+    });
+  } catch (error) {
+    admission.release();
+    throw error;
+  }
+  const sandbox = new SandboxImpl({ ...parsed, limits }, bins, node, lease, sandboxId, hidden, admission);
   try {
     await sandbox.build();
   } catch (error) {
@@ -168,6 +188,7 @@ class SandboxImpl implements Sandbox {
     private readonly lease: IdentityLease,
     sandboxId: string,
     private readonly hidden: readonly string[],
+    private readonly admission: Admission,
   ) {
     this.id = sandboxId;
     this.uid = lease.uid;
@@ -629,6 +650,7 @@ class SandboxImpl implements Sandbox {
     if (leftovers.length === 0) {
       rmSync(this.dir, { recursive: true, force: true });
       this.lease.release();
+      this.admission.release();
     }
     const report: TeardownReport = {
       reap: reapRecord,

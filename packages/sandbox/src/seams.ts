@@ -2,18 +2,31 @@
 // sandbox needs from @karotte/limits and @karotte/proc-reaper passes
 // through this file, so a change in one of them is a change here only.
 import {
+  admit,
   createEpisodeLimits,
+  defaultEpisodeMemoryBytes,
+  LimitsError,
   probe as probeLimits,
   recoverLeftovers,
+  type Admission,
   type EpisodeLimits,
   type KillableGroup,
   type LimitEvent,
   type ProbeResult,
   type StudentLimits,
 } from '@karotte/limits';
+import { SandboxError } from './errors.js';
 import { reap, reclaimLeftovers, type ConfirmedReapRecord, type ReclaimRecord } from '@karotte/proc-reaper';
 
-export type { EpisodeLimits, KillableGroup, LimitEvent, ProbeResult, ConfirmedReapRecord, ReclaimRecord };
+export type {
+  Admission,
+  EpisodeLimits,
+  KillableGroup,
+  LimitEvent,
+  ProbeResult,
+  ConfirmedReapRecord,
+  ReclaimRecord,
+};
 
 /** The episode's limits group and quota for one sandbox. */
 export interface EpisodeLimitRequest {
@@ -90,4 +103,43 @@ export async function recoverLimitLeftovers(): Promise<void> {
 /** What the host's limits can enforce, probed for real. */
 export function probeHostLimits(): Promise<ProbeResult> {
   return probeLimits();
+}
+
+/** The memory of an episode whose task names none: a share of the host (`@karotte/limits`). */
+export function defaultMemoryBytes(): number {
+  return defaultEpisodeMemoryBytes();
+}
+
+/**
+ * Reserve the episode's memory and worst-case open files on this host (`@karotte/limits`'
+ * `admit`), waiting for room. A request the whole host could never give is `HOST_UNSUPPORTED`
+ * (the run is refused before it starts); one that did not fit in time is `HOST_BUSY`.
+ */
+export async function admitEpisode(request: {
+  readonly label: string;
+  readonly memoryBytes: number;
+  readonly files: number;
+  readonly waitMs: number;
+  readonly abortSignal: AbortSignal | undefined;
+}): Promise<Admission> {
+  try {
+    return await admit({
+      label: request.label,
+      memoryBytes: request.memoryBytes,
+      files: request.files,
+      waitMs: request.waitMs,
+      ...(request.abortSignal === undefined ? {} : { abortSignal: request.abortSignal }),
+    });
+  } catch (error) {
+    if (LimitsError.isInstance(error) && error.code === 'ADMISSION_REFUSED') {
+      throw new SandboxError('HOST_UNSUPPORTED', error.message, { missing: [error.message], cause: error });
+    }
+    if (LimitsError.isInstance(error) && error.code === 'ADMISSION_TIMEOUT') {
+      throw new SandboxError('HOST_BUSY', error.message, { cause: error });
+    }
+    if (LimitsError.isInstance(error) && error.code === 'ABORTED') {
+      throw new SandboxError('SETUP_FAILED', 'sandbox setup aborted', { cause: error });
+    }
+    throw error;
+  }
 }

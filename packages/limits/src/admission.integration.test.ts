@@ -85,7 +85,11 @@ describe('admit', () => {
         { stdio: ['ignore', 'pipe', 'inherit'] },
       );
     const holder = child('forever');
-    await new Promise<void>((resolve) => holder.stdout.once('data', () => { resolve(); }));
+    await new Promise<void>((resolve) =>
+      holder.stdout.once('data', () => {
+        resolve();
+      }),
+    );
     holder.kill('SIGKILL');
     await new Promise((resolve) => holder.once('exit', resolve));
     // Its reservation file is still there, but its holder is dead: 100 MiB are free again.

@@ -7,14 +7,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { killUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
+import { asUid, killUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
 import { detectCgroups } from './cgroup-detect.js';
 import type { CgroupHierarchy } from './cgroup-detect.js';
 import { LimitsError } from './errors.js';
 import { hostFaultOf, isHostFault, toMisbehavior } from './events.js';
 import { createGroup } from './group.js';
 import type { LimitGroup } from './group.js';
-import { asUid } from './test-helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {

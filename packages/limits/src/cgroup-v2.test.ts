@@ -1,7 +1,7 @@
 // The cgroup v2 backend at file level. This project's machines mount cgroup v2 WITHOUT
 // controllers (memory and pids are on v1), so v2 cannot be exercised against the real kernel
 // here: these tests run the real backend code against a FAKE cgroupfs tree
-// (src/testing/fake-cgroupfs.ts) that emulates the kernel rules the backend relies on.
+// (test/fake-cgroupfs.ts) that emulates the kernel rules the backend relies on.
 // Where the host has v2 controllers, group.integration.test.ts runs the same code for real.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,7 +11,7 @@ import { GiB, MiB } from '@karotte/base';
 import type { CgroupHierarchy } from './cgroup-detect.js';
 import { createGroupIn, groupOptionsSchema } from './group.js';
 import type { LimitGroup } from './group.js';
-import { FakeCgroupFs } from './testing/fake-cgroupfs.js';
+import { FakeCgroupFs } from '../test/fake-cgroupfs.js';
 import { LimitsError } from './errors.js';
 
 const binaries = { sh: '/bin/sh', prlimit: '/usr/bin/prlimit' };

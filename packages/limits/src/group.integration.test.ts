@@ -5,11 +5,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { killUid, tempDir, testUid, tmpfsDir, waitFor } from '../../../test/support/index.js';
+import {
+  asUid,
+  killUid,
+  runBounded,
+  tempDir,
+  testUid,
+  tmpfsDir,
+  waitFor,
+} from '../../../test/support/index.js';
 import { detectCgroups, parseProcCgroup } from './cgroup-detect.js';
 import { createGroup } from './group.js';
 import type { LimitGroup } from './group.js';
-import { asUid, runBounded } from './test-helpers.js';
 import { toMisbehavior } from './events.js';
 
 let counter = 0;

@@ -6,11 +6,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { killUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
+import { asUid, killUid, runBounded, tempDir, testUid, waitFor } from '../../../test/support/index.js';
 import { DEFAULT_MEMLOCK_BYTES } from './spec.js';
 import { createGroup } from './group.js';
 import type { LimitGroup } from './group.js';
-import { asUid, runBounded } from './test-helpers.js';
 
 let counter = 0;
 const uniqueName = (): string => `karotte-test-kmem-${process.pid}-${++counter}-${Date.now() % 100000}`;
@@ -63,7 +62,10 @@ function hostTcpPages(): number {
 }
 
 const PAGE = 4096;
-const TCP_FLOOD = fs.readFileSync(path.join(import.meta.dirname, 'testing', 'tcp-flood.pl'), 'utf8');
+const TCP_FLOOD = fs.readFileSync(
+  path.join(import.meta.dirname, '..', 'test', 'fixtures', 'tcp-flood.pl'),
+  'utf8',
+);
 
 /** The real uid of a live pid, or undefined. */
 function uidOf(pid: number): number | undefined {

@@ -4,11 +4,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { killUid, tempDir, testUid, tmpfsDir, waitFor } from '../../../test/support/index.js';
+import {
+  asUid,
+  killUid,
+  runBounded,
+  tempDir,
+  testUid,
+  tmpfsDir,
+  waitFor,
+} from '../../../test/support/index.js';
 import { toMisbehavior } from './events.js';
 import { createQuota, createQuotaPool, isMounted, loopDevicesBacking } from './quota.js';
 import type { Quota, QuotaOptions } from './quota.js';
-import { asUid, runBounded } from './test-helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 let imageDir = '';

@@ -8,10 +8,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MiB } from '@karotte/base';
-import { killUid, pidsOfUid, tempDir, testUid, tmpfsDir, waitFor } from '../../../test/support/index.js';
+import {
+  asUid,
+  killUid,
+  pidsOfUid,
+  runBounded,
+  tempDir,
+  testUid,
+  tmpfsDir,
+  waitFor,
+} from '../../../test/support/index.js';
 import { createGroup } from './group.js';
 import type { LimitGroup } from './group.js';
-import { asUid, runBounded } from './test-helpers.js';
 import { createWatchdog, readUidUsage } from './watchdog.js';
 import type { Watchdog, WatchdogViolation } from './watchdog.js';
 

@@ -10,7 +10,7 @@
 // files in `refuseWrites` fail with the given errno. Every operation is logged in order.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { CgroupIo } from '../cgroup-io.js';
+import type { CgroupIo } from '../src/cgroup-io.js';
 
 /** An errno-shaped error like the ones node:fs throws. */
 class FakeErrnoError extends Error {

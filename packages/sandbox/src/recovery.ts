@@ -10,7 +10,7 @@ import { SandboxError } from './errors.js';
 import { reapStudent, recoverLimitLeftovers } from './seams.js';
 
 /** Crash-recovery record of one sandbox, in `<stateDir>/<id>/manifest.json`. */
-export const manifestSchema = z
+const manifestSchema = z
   .object({
     sandboxId: z.string(),
     uid: z.number().int(),

@@ -56,7 +56,13 @@ export function checkLayers(root) {
   const layers = readLayers(root);
   const names = new Set(Object.keys(layers));
   const violations = [];
-  for (const { dir, manifest } of listPackages(root)) {
+  const packages = listPackages(root);
+  // A subpath a package declares in its `exports` (`@karotte/sandbox/confinement`) is a public
+  // entry point too; any other path into a package is a deep import.
+  const exported = new Map(
+    packages.map(({ manifest }) => [manifest.name, new Set(Object.keys(manifest.exports ?? {}))]),
+  );
+  for (const { dir, manifest } of packages) {
     const name = manifest.name;
     const rel = path.relative(root, dir);
     if (!Object.hasOwn(layers, name)) {
@@ -78,7 +84,12 @@ export function checkLayers(root) {
         const named = karottePackage(spec, names);
         if (named !== null) {
           const { target, rest } = named;
-          if (rest.length > 0 && !(rest.length === 1 && rest[0] === 'package.json')) {
+          const subpath = `./${rest.join('/')}`;
+          if (
+            rest.length > 0 &&
+            !(rest.length === 1 && rest[0] === 'package.json') &&
+            !exported.get(target)?.has(subpath)
+          ) {
             violations.push(`${where}: deep import ${spec} (use the public entry point ${target})`);
           }
           if (target === name) violations.push(`${where}: imports its own package ${target} by name`);

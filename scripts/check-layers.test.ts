@@ -55,6 +55,23 @@ describe('check-layers', () => {
     ]);
   });
 
+  it('takes a subpath the target declares in its exports as public, and no other', () => {
+    const root = fixture({
+      'packages/sandbox/package.json': JSON.stringify({
+        name: '@karotte/sandbox',
+        exports: { '.': './dist/index.js', './confinement': './dist/confinement.js' },
+      }),
+      'packages/grader/package.json': manifest('@karotte/grader', { '@karotte/sandbox': 'workspace:^' }),
+      'packages/grader/src/a.ts': "import { World } from '@karotte/sandbox/confinement';
+",
+      'packages/grader/src/b.ts': "import { x } from '@karotte/sandbox/internal';
+",
+    });
+    expect(checkLayers(root)).toEqual([
+      'packages/grader/src/b.ts: deep import @karotte/sandbox/internal (use the public entry point @karotte/sandbox)',
+    ]);
+  });
+
   it('fails when a primitive depends on or imports the app (the unscoped package karotte)', () => {
     const root = fixture({
       'packages/grader/package.json': manifest('@karotte/grader', { karotte: 'workspace:^' }),

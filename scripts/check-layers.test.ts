@@ -62,10 +62,8 @@ describe('check-layers', () => {
         exports: { '.': './dist/index.js', './confinement': './dist/confinement.js' },
       }),
       'packages/grader/package.json': manifest('@karotte/grader', { '@karotte/sandbox': 'workspace:^' }),
-      'packages/grader/src/a.ts': "import { World } from '@karotte/sandbox/confinement';
-",
-      'packages/grader/src/b.ts': "import { x } from '@karotte/sandbox/internal';
-",
+      'packages/grader/src/a.ts': "import { World } from '@karotte/sandbox/confinement';\n",
+      'packages/grader/src/b.ts': "import { x } from '@karotte/sandbox/internal';\n",
     });
     expect(checkLayers(root)).toEqual([
       'packages/grader/src/b.ts: deep import @karotte/sandbox/internal (use the public entry point @karotte/sandbox)',

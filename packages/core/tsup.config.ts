@@ -2,7 +2,7 @@ import { defineConfig } from 'tsup';
 import { rawText } from '../../scripts/tsup-raw-text.mjs';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  entry: { index: 'src/index.ts', testing: 'src/testing/index.ts' },
   format: ['esm'],
   dts: true,
   sourcemap: true,

@@ -562,7 +562,13 @@ class SandboxImpl implements Sandbox {
   }
 
   reap(): Promise<ConfirmedReapRecord> {
-    if (this.reaped !== undefined && this.reaped.generation === this.generation) {
+    // A confirmed reap stands until the sandbox is used again; an unconfirmed one is tried again
+    // (teardown must not trust a record that says a process survived).
+    if (
+      this.reaped !== undefined &&
+      this.reaped.generation === this.generation &&
+      this.reaped.record.confirmedEmpty
+    ) {
       return Promise.resolve(this.reaped.record);
     }
     if (this.reaping === undefined) {

@@ -94,9 +94,9 @@ export interface Sandbox {
    */
   restart(): Promise<RestartReport>;
   /**
-   * Kill every student process and prove it (before custody). Returns the same record until
-   * the sandbox is used again (the next exec rebuilds it, and a later reap reaps that world).
-   * destroy() calls it.
+   * Kill every student process and prove it (before custody). A confirmed record is returned
+   * again until the sandbox is used again (the next exec rebuilds it, and a later reap reaps
+   * that world); after an unconfirmed one, the next call reaps again. destroy() calls it.
    */
   reap(): Promise<ConfirmedReapRecord>;
   /** Remove everything: processes, namespaces, mounts, cgroups, veth, identity. Idempotent (the same report). */

@@ -307,6 +307,11 @@ export class Episode {
    * Aborts when the episode must stop acting: the caller cancelled it, or its wall-time limit
    * passed. Give it to whatever produces the agent's next message.
    */
+  get abortSignal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** @deprecated The old name of {@link abortSignal} (a bare `signal` names no kind of signal). */
   get signal(): AbortSignal {
     return this.controller.signal;
   }
@@ -1048,7 +1053,7 @@ export async function runEpisode(
         phase = 'agent';
         // The agent gets the episode's signal (cancel or wall time), and an agent that does
         // not honour it is not waited for: the wall-time limit bounds the agent too.
-        const response = await untilAborted(driver.turn(episode.turnRequest()), episode.signal);
+        const response = await untilAborted(driver.turn(episode.turnRequest()), episode.abortSignal);
         if (response === undefined) break;
         phase = 'step';
         const outcome = await episode.turn(response);

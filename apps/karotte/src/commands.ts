@@ -1,6 +1,7 @@
 import type { Command } from './commands/command.js';
 import { checkCommand } from './commands/check.js';
 import { demoCommand } from './commands/demo.js';
+import { evalCommand } from './commands/eval.js';
 import { redteamCommand } from './commands/redteam.js';
 import { runCommand } from './commands/run.js';
 import { validateCommand } from './commands/validate.js';
@@ -8,6 +9,7 @@ import { validateCommand } from './commands/validate.js';
 /** The commands of the contract (docs/contract.md of the repository). */
 export const commands: Readonly<Record<string, Command>> = Object.freeze({
   run: runCommand,
+  eval: evalCommand,
   check: checkCommand,
   validate: validateCommand,
   demo: demoCommand,

@@ -119,6 +119,120 @@ describe('createProgressPrinter', () => {
   });
 });
 
+describe('createProgressPrinter for a model', () => {
+  function printedModel(events: EpisodeProgress[], clock: number[]): string[] {
+    const lines: string[] = [];
+    let tick = 0;
+    const print = createProgressPrinter((line) => lines.push(line.slice(0, -1)), {
+      width: 100,
+      steps: 1,
+      model: true,
+      now: () => clock[Math.min(tick++, clock.length - 1)]!,
+    });
+    for (const event of events) print(event);
+    return lines;
+  }
+
+  it('prints each turn (its number, what it asked for, model time, tokens, elapsed), retries, and names non-bash tools', () => {
+    const lines = printedModel(
+      [
+        { type: 'sandbox_ready', uid: 2000000123, durationMs: 300 },
+        {
+          type: 'model_retry',
+          step: 0,
+          attempt: 1,
+          httpStatus: 429,
+          waitMs: 2000,
+          message: 'rate limited\n\u001b[2Jtry later',
+        },
+        {
+          type: 'model_call',
+          step: 0,
+          turn: 1,
+          finishReason: 'tool_calls',
+          usage: { inputTokens: 1200, outputTokens: 56 },
+          modelMs: 850,
+          retryWaitMs: 2100,
+          toolCalls: 2,
+        },
+        { type: 'tool_call', step: 0, toolCallId: 'a', name: 'shell', command: 'ls; cat orders.csv' },
+        {
+          type: 'tool_result',
+          step: 0,
+          toolCallId: 'a',
+          exitCode: 0,
+          timedOut: false,
+          durationMs: 9,
+          note: null,
+        },
+        { type: 'tool_call', step: 0, toolCallId: 'b', name: 'str_replace_based_edit_tool', command: null },
+        {
+          type: 'tool_result',
+          step: 0,
+          toolCallId: 'b',
+          exitCode: null,
+          timedOut: false,
+          durationMs: 4,
+          note: null,
+        },
+        { type: 'tool_call', step: 0, toolCallId: 'c', name: 'bash', command: 'echo 1 > answer.txt' },
+        {
+          type: 'model_call',
+          step: 0,
+          turn: 2,
+          finishReason: 'length',
+          usage: null,
+          modelMs: 12_000,
+          retryWaitMs: 0,
+          toolCalls: 0,
+        },
+        {
+          type: 'model_call',
+          step: 0,
+          turn: 3,
+          finishReason: 'stop',
+          usage: { inputTokens: 10, outputTokens: 1 },
+          modelMs: 40,
+          retryWaitMs: 0,
+          toolCalls: 0,
+        },
+      ],
+      // The printer's start, then one reading per turn line.
+      [1000, 13_345, 75_000, 80_000],
+    );
+    expect(lines).toEqual([
+      '[sandbox] ready: uid 2000000123 (300 ms)',
+      '[model] attempt 1 failed (HTTP 429), retrying in 2.0 s: rate limited \\u{1b}[2Jtry later',
+      '[turn 1] 2 tool calls (model 850 ms, retries 2.1 s, 1200 in / 56 out tokens; elapsed 12.3 s)',
+      '[call 1] shell $ ls; cat orders.csv',
+      '[call 1] exit 0 (9 ms)',
+      '[call 2] str_replace_based_edit_tool',
+      '[call 2] answered (4 ms)',
+      '[call 3] $ echo 1 > answer.txt',
+      '[turn 2] cut at the length limit, no tool call (model 12.0 s; elapsed 1 min 14 s)',
+      '[turn 3] answered, no tool call (model 40 ms, 10 in / 1 out tokens; elapsed 1 min 19 s)',
+    ]);
+    for (const line of lines) expect(line).not.toMatch(TERMINAL_CONTROLS);
+  });
+
+  it('prints no turn lines for a replay (the lines stay what they were)', () => {
+    const lines = printed([
+      {
+        type: 'model_call',
+        step: 0,
+        turn: 1,
+        finishReason: 'tool_calls',
+        usage: null,
+        modelMs: 0,
+        retryWaitMs: 0,
+        toolCalls: 1,
+      },
+      { type: 'model_retry', step: 0, attempt: 1, httpStatus: 500, waitMs: 10, message: 'x' },
+    ]);
+    expect(lines).toEqual([]);
+  });
+});
+
 /** C0 and C1 controls, DEL, bidi embeddings, overrides and isolates: none may reach a terminal. */
 // eslint-disable-next-line no-control-regex -- the point is to find control characters
 const TERMINAL_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;

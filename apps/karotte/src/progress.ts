@@ -16,23 +16,44 @@ export function progressWanted(
   return stderrIsTTY;
 }
 
+/** How {@link createProgressPrinter} prints. */
+export interface ProgressPrinterOptions {
+  /** The width every line fits. */
+  readonly width: number;
+  /** The task's steps: more than 1 names the step in each line. */
+  readonly steps: number;
+  /**
+   * A model drives the episode: each answered turn gets a line (its number, what it asked for,
+   * the model's time and tokens, the episode's elapsed time) and so does each retry of a call.
+   * A replay's turns get none. @default false
+   */
+  readonly model?: boolean;
+  /** The clock for the elapsed time, in milliseconds. @default Date.now */
+  readonly now?: () => number;
+}
+
 /**
  * Turns an episode's progress events into lines for a person watching (stderr): the sandbox,
- * each tool call as it starts (its command on one shortened line) and as it ends (exit code
- * and duration), then collect and grade. Lines fit `width`; `steps` > 1 names the step. Every
- * string the student, the replay or a grader chose (a tool name, a command, a note) is printed
- * through {@link displaySafe}.
+ * each model turn (with `model`), each tool call as it starts (its tool and command on one
+ * shortened line) and as it ends (exit code and duration), then collect and grade. Lines fit
+ * `width`; `steps` > 1 names the step. Every string the student, the model, the replay or a
+ * grader chose (a tool name, a command, a note, a server's error message) is printed through
+ * {@link displaySafe}.
  */
 export function createProgressPrinter(
   write: (line: string) => void,
-  options: { readonly width: number; readonly steps: number },
+  options: ProgressPrinterOptions,
 ): (event: EpisodeProgress) => void {
   let calls = 0;
   const numbers = new Map<string, number>();
+  const now = options.now ?? Date.now;
+  const started = now();
   const step = (index: number): string => (options.steps > 1 ? `step ${index + 1} ` : '');
   return (event) => {
     const line = formatProgress(event, {
       width: options.width,
+      model: options.model === true,
+      elapsedMs: () => now() - started,
       step,
       callNumber: (id, start) => {
         if (start) {
@@ -48,6 +69,9 @@ export function createProgressPrinter(
 
 interface ProgressContext {
   readonly width: number;
+  readonly model: boolean;
+  /** Milliseconds since the printer was made (the episode's start). */
+  readonly elapsedMs: () => number;
   readonly step: (index: number) => string;
   /** The call's number in the episode, from 1 (`start`: a new call). */
   readonly callNumber: (toolCallId: string, start: boolean) => number;
@@ -57,16 +81,27 @@ interface ProgressContext {
 function formatProgress(event: EpisodeProgress, context: ProgressContext): string | null {
   switch (event.type) {
     case 'judges_checked':
-    case 'model_call':
-    case 'model_retry':
       return null;
+    case 'model_call':
+      return context.model ? formatTurn(event, context) : null;
+    case 'model_retry':
+      if (!context.model) return null;
+      return (
+        `[${context.step(event.step)}model] attempt ${event.attempt} failed` +
+        `${event.httpStatus === null ? '' : ` (HTTP ${event.httpStatus})`}, retrying in ${formatDuration(event.waitMs)}: ` +
+        truncate(displaySafe(event.message.replace(/\s+/g, ' ')), 200)
+      );
     case 'sandbox_ready':
       return `[sandbox] ready: uid ${event.uid} (${formatDuration(event.durationMs)})`;
     case 'tool_call': {
       const label = `[${context.step(event.step)}call ${context.callNumber(event.toolCallId, true)}]`;
+      const name = truncate(displaySafe(event.name), 64);
+      // The contract's bash keeps its lines as they were (`$ command`); another tool is named.
       if (event.command === null)
-        return `${label} ${truncate(displaySafe(event.name), 64)} (not a well-formed bash call)`;
-      const prefix = `${label} $ `;
+        return event.name === 'bash' || !context.model
+          ? `${label} ${name} (not a well-formed bash call)`
+          : `${label} ${name}`;
+      const prefix = event.name === 'bash' ? `${label} $ ` : `${label} ${name} $ `;
       return `${prefix}${shortenCommand(event.command, context.width - prefix.length)}`;
     }
     case 'tool_result': {
@@ -74,7 +109,9 @@ function formatProgress(event: EpisodeProgress, context: ProgressContext): strin
       const took = formatDuration(event.durationMs);
       if (event.timedOut) return `${label} timed out after ${took}, stopped (the shell goes on)`;
       const note = event.note === null ? null : displaySafe(event.note);
-      if (event.exitCode === null) return `${label} not run: ${note ?? 'refused'}`;
+      // No exit code: a refused call (with its note), or a file tool, which runs no command.
+      if (event.exitCode === null)
+        return note === null ? `${label} answered (${took})` : `${label} not run: ${note}`;
       return `${label} exit ${event.exitCode} (${took}${note === null ? '' : `; ${note}`})`;
     }
     case 'collect':
@@ -84,6 +121,26 @@ function formatProgress(event: EpisodeProgress, context: ProgressContext): strin
       return `[${context.step(event.step)}grade] ${event.status} score=${event.score} (collect ${formatDuration(event.collectMs)}, ${judged})`;
     }
   }
+}
+
+/** A model turn's line: `[turn 3] 2 tool calls (model 1.2 s, 1200 in / 56 out tokens; elapsed 12.3 s)`. */
+function formatTurn(
+  event: Extract<EpisodeProgress, { type: 'model_call' }>,
+  context: ProgressContext,
+): string {
+  const asked =
+    event.toolCalls > 0
+      ? `${event.toolCalls} tool call${event.toolCalls === 1 ? '' : 's'}`
+      : event.finishReason === 'length'
+        ? 'cut at the length limit, no tool call'
+        : event.finishReason === 'content_filter'
+          ? 'stopped by the content filter'
+          : 'answered, no tool call';
+  const details = [`model ${formatDuration(event.modelMs)}`];
+  if (event.retryWaitMs > 0) details.push(`retries ${formatDuration(event.retryWaitMs)}`);
+  if (event.usage !== null)
+    details.push(`${event.usage.inputTokens} in / ${event.usage.outputTokens} out tokens`);
+  return `[${context.step(event.step)}turn ${event.turn}] ${asked} (${details.join(', ')}; elapsed ${formatDuration(context.elapsedMs())})`;
 }
 
 /**

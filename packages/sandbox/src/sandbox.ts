@@ -606,15 +606,53 @@ class SandboxImpl implements Sandbox {
 
   private async teardown(): Promise<TeardownReport> {
     const started = performance.now();
-    const leftovers: string[] = [];
     await this.rebuilding?.catch(() => undefined);
-    let reapRecord: ConfirmedReapRecord | undefined;
+    // A teardown that meets a passing host fault (a full file table, a helper starved of
+    // memory) tries again, twice, before it gives up and keeps the uid leased: a long-running
+    // harness must not lose a lease to every transient failure.
+    const state: TeardownState = {
+      reap: undefined,
+      limitEvents: [],
+      removed: false,
+      ipcDone: false,
+      vethDone: false,
+    };
+    let leftovers = await this.teardownOnce(state);
+    for (const pauseMs of [250, 1000]) {
+      if (leftovers.length === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      leftovers = await this.teardownOnce(state);
+    }
+    if (leftovers.length === 0) {
+      rmSync(this.dir, { recursive: true, force: true });
+      this.lease.release();
+      this.admission.release();
+    }
+    const report: TeardownReport = {
+      reap: state.reap,
+      limitEvents: state.limitEvents,
+      leftovers,
+      durationMs: Math.round(performance.now() - started),
+    };
+    if (leftovers.length > 0) {
+      // The uid stays leased (its lock names us); once we are gone the next start reclaims it.
+      throw new SandboxError('TEARDOWN_INCOMPLETE', `teardown left: ${leftovers.join('; ')}`, {
+        leftovers,
+        detail: report,
+      });
+    }
+    return report;
+  }
+
+  /** One pass of the teardown: what is still left afterwards (empty: everything is gone). */
+  private async teardownOnce(state: TeardownState): Promise<string[]> {
+    const leftovers: string[] = [];
     try {
-      reapRecord = await this.reap();
-      if (!reapRecord.confirmedEmpty)
+      state.reap = await this.reap();
+      if (!state.reap.confirmedEmpty)
         leftovers.push(`student processes of uid ${this.uid} survived the reap`);
     } catch (error) {
-      leftovers.push(`reaping failed: ${error instanceof Error ? error.message : String(error)}`);
+      leftovers.push(`reaping failed: ${errorText(error)}`);
       await this.world?.stop();
     }
     if (this.world?.initIdentity !== undefined && isSameProcessAlive(this.world.initIdentity)) {
@@ -624,20 +662,23 @@ class SandboxImpl implements Sandbox {
     const peerNetns = this.options.network.mode === 'allowList' ? this.options.network.peerNetns : undefined;
     const veth = this.veth;
     const [ipc, removal, vethLeft] = await Promise.allSettled([
-      reclaimIpc(this.uid),
-      this.limitsMade ? this.limits.remove() : Promise.resolve({ events: [] as LimitEvent[] }),
-      veth === undefined
+      state.ipcDone ? Promise.resolve(undefined) : reclaimIpc(this.uid),
+      state.removed || !this.limitsMade ? Promise.resolve(undefined) : this.limits.remove(),
+      state.vethDone || veth === undefined
         ? Promise.resolve(false)
         : tearDownAllowList({ ip: this.bins.ip, hostEnd: veth.hostEnd, peerNetns }).then(() =>
             allowListLinkExists({ ip: this.bins.ip, hostEnd: veth.hostEnd, peerNetns }),
           ),
     ]);
     if (ipc.status === 'rejected') leftovers.push(`IPC reclaim failed: ${errorText(ipc.reason)}`);
-    let limitEvents: readonly LimitEvent[] = [];
-    if (removal.status === 'fulfilled') limitEvents = removal.value.events;
-    else leftovers.push(`removing the group and quota failed: ${errorText(removal.reason)}`);
+    else state.ipcDone = true;
+    if (removal.status === 'fulfilled') {
+      if (removal.value !== undefined) state.limitEvents = removal.value.events;
+      state.removed = true;
+    } else leftovers.push(`removing the group and quota failed: ${errorText(removal.reason)}`);
     if (vethLeft.status === 'rejected') leftovers.push(`removing veth failed: ${errorText(vethLeft.reason)}`);
     else if (vethLeft.value && veth !== undefined) leftovers.push(`veth ${veth.hostEnd} still exists`);
+    else state.vethDone = true;
     const walk = processesOfUid(this.uid);
     if (walk.alive.length > 0) leftovers.push(`processes of uid ${this.uid} are alive`);
     else if (!walk.complete)
@@ -653,26 +694,17 @@ class SandboxImpl implements Sandbox {
         (mount) => mount.mountPoint === workDir || mount.mountPoint.startsWith(`${workDir}/`),
       );
     if (stillMounted) leftovers.push(`${workDir} is still mounted`);
-    if (leftovers.length === 0) {
-      rmSync(this.dir, { recursive: true, force: true });
-      this.lease.release();
-      this.admission.release();
-    }
-    const report: TeardownReport = {
-      reap: reapRecord,
-      limitEvents,
-      leftovers,
-      durationMs: Math.round(performance.now() - started),
-    };
-    if (leftovers.length > 0) {
-      // The uid stays leased (its lock names us); once we are gone the next start reclaims it.
-      throw new SandboxError('TEARDOWN_INCOMPLETE', `teardown left: ${leftovers.join('; ')}`, {
-        leftovers,
-        detail: report,
-      });
-    }
-    return report;
+    return leftovers;
   }
+}
+
+/** What the passes of one teardown have done so far (each step runs until it succeeds once). */
+interface TeardownState {
+  reap: ConfirmedReapRecord | undefined;
+  limitEvents: readonly LimitEvent[];
+  removed: boolean;
+  ipcDone: boolean;
+  vethDone: boolean;
 }
 
 function destroyedError(): SandboxError {

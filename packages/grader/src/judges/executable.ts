@@ -29,6 +29,7 @@ import {
   planMounts,
   resolveSandboxBinaries,
   type IdentityLease,
+  type MountPlan,
   type SandboxBinaries,
   type TmpfsMount,
 } from '@karotte/sandbox/confinement';
@@ -284,6 +285,123 @@ function resolveBinaries(): SandboxBinaries {
   }
 }
 
+/** Where one grading run's inputs are, inside its private directory. */
+interface GradingPaths {
+  readonly submissionDir: string;
+  readonly hiddenDir: string;
+  readonly programCopy: string;
+  readonly home: string;
+}
+
+/**
+ * Copy the custody directory, the hidden data and the program into the run's private
+ * directory, owned by root with the grader's gid (readable by it, never writable), and make
+ * its HOME. Missing inputs are empty directories.
+ */
+async function copyInputs(
+  resolved: Resolved,
+  context: JudgeContext,
+  root: string,
+  owner: { uid: number; gid: number },
+  modes: { dirMode: number; fileMode: number },
+): Promise<GradingPaths> {
+  const submissionDir = path.join(root, 'submission');
+  const hiddenDir = path.join(root, 'hidden');
+  const programDir = path.join(root, 'program');
+  const home = path.join(root, 'home');
+
+  if (context.submissionDir !== null) {
+    const copied = await copyTree(context.submissionDir, submissionDir, {
+      ...owner,
+      ...modes,
+      maxEntries: 1_000_000,
+    });
+    if (!copied.ok)
+      throw new GraderError('SETUP_FAILED', `cannot copy the custody directory: ${copied.message}`);
+  } else {
+    await mkdir(submissionDir, { mode: modes.dirMode });
+  }
+  if (context.hiddenDir !== null) {
+    let copied;
+    try {
+      copied = await copyTree(context.hiddenDir, hiddenDir, { ...owner, ...modes, maxEntries: 1_000_000 });
+    } catch (error) {
+      throw new GraderError(
+        'HIDDEN_DATA_UNAVAILABLE',
+        `cannot copy hidden data ${context.hiddenDir}: ${String(error)}`,
+        {
+          cause: error,
+        },
+      );
+    }
+    if (!copied.ok)
+      throw new GraderError('HIDDEN_DATA_UNAVAILABLE', `cannot copy hidden data: ${copied.message}`);
+  } else {
+    await mkdir(hiddenDir, { mode: modes.dirMode });
+  }
+  const programCopy = path.join(programDir, path.basename(resolved.program));
+  await mkdir(programDir, { mode: 0o700 });
+  await copyFile(resolved.program, programCopy, constants.COPYFILE_EXCL);
+  await chownAndMode(programCopy, owner, modes.fileMode);
+  await chownAndMode(programDir, owner, modes.dirMode);
+  await chownAndMode(submissionDir, owner, modes.dirMode);
+  await chownAndMode(hiddenDir, owner, modes.dirMode);
+  await mkdir(home, { mode: 0o700 });
+
+  return { submissionDir, hiddenDir, programCopy, home };
+}
+
+/**
+ * The grader's file system: private tmpfs over the scratch places and HOME, the score tmpfs
+ * the one host mount left writable, a world-own /dev, and covers over Karotte's state and the
+ * host outside its system part, except where the grader's own inputs live.
+ */
+async function graderMountPlan(
+  resolved: Resolved,
+  identity: IdentityLease,
+  root: string,
+  interpreter: string,
+  paths: GradingPaths & { readonly scoreDir: string; readonly scoreFile: string },
+): Promise<MountPlan> {
+  const { submissionDir, hiddenDir, programCopy, scoreDir, scoreFile, home } = paths;
+  const tmpfsBytes = resolved.tmpfsBytes ?? resolved.memoryBytes;
+  const tmpfs: TmpfsMount[] = [];
+  for (const dir of SCRATCH_DIRS) {
+    const stats = await lstat(dir).catch(() => undefined);
+    if (stats?.isDirectory() === true) tmpfs.push({ path: dir, sizeBytes: tmpfsBytes, mode: '1777' });
+  }
+  tmpfs.push({ path: home, sizeBytes: tmpfsBytes, mode: '0700', uid: identity.uid, gid: identity.gid });
+  // Read access to the copies only: Karotte's state and the host outside its system part
+  // are covered, except where the grader's own inputs live (a work directory configured
+  // under /srv, say). /home too: the grader's HOME is a tmpfs in its own work directory,
+  // and users' home directories (a checkout under /home/<user>) are no business of a
+  // grader. The interpreter twice: the grader starts the path as given (a link) and the
+  // kernel then opens its target; neither may be covered.
+  const needed = [
+    interpreter,
+    ...(await Promise.all(
+      [submissionDir, hiddenDir, programCopy, interpreter, scoreFile, home].map((p) =>
+        realpath(p).catch(() => p),
+      ),
+    )),
+  ];
+  const covers = [...ALWAYS_COVERED, ...hostViewHidden('system'), '/home'].filter(
+    (dir) => !needed.some((p) => p === dir || p.startsWith(`${dir}/`)),
+  );
+  const emptyFile = path.join(root, 'empty');
+  await writeFile(emptyFile, '', { mode: 0o000, flag: 'wx' });
+  return planMounts({
+    hostname: 'karotte-grader',
+    loopback: true,
+    dev: { maxPtys: 8 },
+    tmpfs,
+    binds: [],
+    keepWritable: [scoreDir],
+    covers,
+    emptyFile,
+  });
+}
+
 async function runExecutable(
   resolved: Resolved,
   workDir: string,
@@ -347,49 +465,14 @@ async function runExecutable(
     const owner = { uid: process.getuid?.() ?? 0, gid: identity?.gid ?? process.getgid?.() ?? 0 };
     const modes = sandboxed ? { dirMode: 0o750, fileMode: 0o640 } : { dirMode: 0o700, fileMode: 0o600 };
 
-    const submissionDir = path.join(root, 'submission');
-    const hiddenDir = path.join(root, 'hidden');
-    const programDir = path.join(root, 'program');
+    const { submissionDir, hiddenDir, programCopy, home } = await copyInputs(
+      resolved,
+      context,
+      root,
+      owner,
+      modes,
+    );
     const scoreDir = path.join(root, 'score');
-    const home = path.join(root, 'home');
-
-    if (context.submissionDir !== null) {
-      const copied = await copyTree(context.submissionDir, submissionDir, {
-        ...owner,
-        ...modes,
-        maxEntries: 1_000_000,
-      });
-      if (!copied.ok)
-        throw new GraderError('SETUP_FAILED', `cannot copy the custody directory: ${copied.message}`);
-    } else {
-      await mkdir(submissionDir, { mode: modes.dirMode });
-    }
-    if (context.hiddenDir !== null) {
-      let copied;
-      try {
-        copied = await copyTree(context.hiddenDir, hiddenDir, { ...owner, ...modes, maxEntries: 1_000_000 });
-      } catch (error) {
-        throw new GraderError(
-          'HIDDEN_DATA_UNAVAILABLE',
-          `cannot copy hidden data ${context.hiddenDir}: ${String(error)}`,
-          {
-            cause: error,
-          },
-        );
-      }
-      if (!copied.ok)
-        throw new GraderError('HIDDEN_DATA_UNAVAILABLE', `cannot copy hidden data: ${copied.message}`);
-    } else {
-      await mkdir(hiddenDir, { mode: modes.dirMode });
-    }
-    const programCopy = path.join(programDir, path.basename(resolved.program));
-    await mkdir(programDir, { mode: 0o700 });
-    await copyFile(resolved.program, programCopy, constants.COPYFILE_EXCL);
-    await chownAndMode(programCopy, owner, modes.fileMode);
-    await chownAndMode(programDir, owner, modes.dirMode);
-    await chownAndMode(submissionDir, owner, modes.dirMode);
-    await chownAndMode(hiddenDir, owner, modes.dirMode);
-    await mkdir(home, { mode: 0o700 });
 
     // The score channel: a fresh, empty directory only the grader can write. In a sandbox it
     // is a small tmpfs owned by the grader's uid (bounded in bytes and inodes, so the grader
@@ -423,45 +506,17 @@ async function runExecutable(
       KAROTTE_SCORE_FILE: scoreFile,
     };
 
-    let plan;
-    if (sandboxed && identity !== undefined) {
-      const tmpfsBytes = resolved.tmpfsBytes ?? resolved.memoryBytes;
-      const tmpfs: TmpfsMount[] = [];
-      for (const dir of SCRATCH_DIRS) {
-        const stats = await lstat(dir).catch(() => undefined);
-        if (stats?.isDirectory() === true) tmpfs.push({ path: dir, sizeBytes: tmpfsBytes, mode: '1777' });
-      }
-      tmpfs.push({ path: home, sizeBytes: tmpfsBytes, mode: '0700', uid: identity.uid, gid: identity.gid });
-      // Read access to the copies only: Karotte's state and the host outside its system part
-      // are covered, except where the grader's own inputs live (a work directory configured
-      // under /srv, say). /home too: the grader's HOME is a tmpfs in its own work directory,
-      // and users' home directories (a checkout under /home/<user>) are no business of a
-      // grader. The interpreter twice: the grader starts the path as given (a link) and the
-      // kernel then opens its target; neither may be covered.
-      const needed = [
-        interpreter,
-        ...(await Promise.all(
-          [submissionDir, hiddenDir, programCopy, interpreter, scoreFile, home].map((p) =>
-            realpath(p).catch(() => p),
-          ),
-        )),
-      ];
-      const covers = [...ALWAYS_COVERED, ...hostViewHidden('system'), '/home'].filter(
-        (dir) => !needed.some((p) => p === dir || p.startsWith(`${dir}/`)),
-      );
-      const emptyFile = path.join(root, 'empty');
-      await writeFile(emptyFile, '', { mode: 0o000, flag: 'wx' });
-      plan = planMounts({
-        hostname: 'karotte-grader',
-        loopback: true,
-        dev: { maxPtys: 8 },
-        tmpfs,
-        binds: [],
-        keepWritable: [scoreDir],
-        covers,
-        emptyFile,
-      });
-    }
+    const plan =
+      sandboxed && identity !== undefined
+        ? await graderMountPlan(resolved, identity, root, interpreter, {
+            submissionDir,
+            hiddenDir,
+            programCopy,
+            scoreDir,
+            scoreFile,
+            home,
+          })
+        : undefined;
 
     const spawnedAt = performance.now();
     const result = await launch({

@@ -4,7 +4,7 @@ import { MiB, parseOptions } from '@karotte/base';
 import { SandboxError } from './errors.js';
 import { DEFAULT_SANDBOX_STATE_DIR } from './options.js';
 import { createSandbox, type Sandbox } from './sandbox.js';
-import { probeHostLimits } from './seams.js';
+import { hostBudgets, probeHostLimits } from './seams.js';
 import syscallProbe from './programs/syscall-probe.pl?raw';
 
 /**
@@ -62,6 +62,7 @@ export const DEFENSE_NAMES = [
   'network_isolation',
   'syscall_filter',
   'private_devices',
+  'host_budgets',
   'memory',
   'pids',
   'disk_bytes',
@@ -229,6 +230,14 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
         : 'not_supported',
       "the world's own read-only /dev (null, zero, full, random, urandom, tty) and a private devpts instance with a pty budget: the host's ptys and devices are out of reach",
       `/dev inside: ${devs.trim()}; /dev/ptmx -> ${seen.get('ptmx') ?? '?'}`,
+    );
+    const budgets = hostBudgets();
+    const gib = (bytes: number): string => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+    add(
+      'host_budgets',
+      budgets.memoryBytes > 0 && budgets.files > 0 ? 'prevented' : 'not_supported',
+      'admission: every episode reserves its memory limit and pids × nofile open files in a host-wide ledger before it starts, and waits or is refused when they do not fit',
+      `all episodes together: ${gib(budgets.memoryBytes)} of memory (RAM less the harness headroom) and ${budgets.files} open files (80 % of fs.file-max); a task without a memory limit gets ${gib(budgets.defaultEpisodeMemoryBytes)}`,
     );
     const limits = await probeHostLimits();
     const limitRow = (name: string, key: string): void => {

@@ -5,9 +5,10 @@ import {
   admit,
   createEpisodeLimits,
   defaultEpisodeMemoryBytes,
+  hostCapacity,
   LimitsError,
   probe as probeLimits,
-  recoverLeftovers,
+  recoverLimitLeftovers,
   type Admission,
   type EpisodeLimits,
   type KillableGroup,
@@ -96,13 +97,19 @@ export function reclaimIpc(uid: number): Promise<ReclaimRecord> {
 }
 
 /** Groups and quotas whose owner process died (a killed harness). */
-export async function recoverLimitLeftovers(): Promise<void> {
-  await recoverLeftovers();
+export async function recoverStaleLimits(): Promise<void> {
+  await recoverLimitLeftovers();
 }
 
 /** What the host's limits can enforce, probed for real. */
 export function probeHostLimits(): Promise<ProbeResult> {
   return probeLimits();
+}
+
+/** What this host gives all episodes together (`@karotte/limits`' admission). */
+export function hostBudgets(): { memoryBytes: number; files: number; defaultEpisodeMemoryBytes: number } {
+  const capacity = hostCapacity();
+  return { ...capacity, defaultEpisodeMemoryBytes: defaultEpisodeMemoryBytes(capacity) };
 }
 
 /** The memory of an episode whose task names none: a share of the host (`@karotte/limits`). */

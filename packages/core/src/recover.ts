@@ -1,5 +1,5 @@
 import { recoverGraderLeftovers, type GraderRecoveryReport } from '@karotte/grader';
-import { recoverLeftovers as recoverLimitLeftovers, type RecoveryReport } from '@karotte/limits';
+import { recoverLimitLeftovers, type LimitRecoveryReport } from '@karotte/limits';
 import { DEFAULT_SANDBOX_STATE_DIR, reclaimStaleSandboxes } from '@karotte/sandbox';
 
 /** What {@link recoverLeftovers} reclaimed. */
@@ -9,7 +9,7 @@ export interface LeftoverReport {
   /** Grader sandboxes whose harness died mid-grading. */
   readonly graders: GraderRecoveryReport;
   /** cgroups, quota images, mounts and loop devices whose owner died. */
-  readonly limits: RecoveryReport;
+  readonly limits: LimitRecoveryReport;
 }
 
 /**

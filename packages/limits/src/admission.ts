@@ -19,10 +19,10 @@ import { hostMemoryBytes } from './proc.js';
 import { ensureSafeDir, selfIdentity } from './state.js';
 
 /** Where reservations live. */
-export const DEFAULT_ADMISSION_DIR = '/run/karotte/admission';
+const DEFAULT_ADMISSION_DIR = '/run/karotte/admission';
 
 /** The share of `fs.file-max` all episodes together may reserve (the rest is the host's). */
-export const FILE_TABLE_SHARE = 0.8;
+const FILE_TABLE_SHARE = 0.8;
 
 /** The memory all episodes together may reserve, and the file-table budget. */
 export interface HostCapacity {
@@ -48,7 +48,7 @@ export function hostCapacity(): HostCapacity {
 }
 
 /** How many default-sized episodes the host's memory is shared between when a task names none. */
-export const DEFAULT_MEMORY_SHARES = 4;
+const DEFAULT_MEMORY_SHARES = 4;
 
 /**
  * The memory limit of an episode whose task names none: a share of what the host can give all
@@ -70,7 +70,7 @@ export const admissionOptionsSchema = z
     label: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/),
     /** How long to wait for room before refusing. @default 120000 */
     waitMs: z.number().int().nonnegative().max(3_600_000).default(120_000),
-    /** Root-only directory of the ledger. @default DEFAULT_ADMISSION_DIR */
+    /** Root-only directory of the ledger. @default '/run/karotte/admission' */
     dir: z.string().startsWith('/').default(DEFAULT_ADMISSION_DIR),
     /** What the host can give (tests give a small one). @default hostCapacity() */
     capacity: z

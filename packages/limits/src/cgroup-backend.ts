@@ -49,7 +49,7 @@ export interface AppliedLimits {
  * busy loopback connection holds a few MiB); at the limit the kernel shrinks the buffers and
  * drops, so TCP slows down and keeps working.
  */
-export const V1_TCP_MEMORY_SHARE = 0.25;
+const V1_TCP_MEMORY_SHARE = 0.25;
 
 /** Refuse a host where the kernel charges no socket memory to any cgroup. */
 function assertSocketAccounting(version: 1 | 2): void {

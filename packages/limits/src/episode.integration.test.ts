@@ -13,7 +13,7 @@ import { createEpisodeLimits } from './episode.js';
 import type { EpisodeLimits } from './episode.js';
 import { createGroup } from './group.js';
 import { createQuotaPool, isMounted, loopDevicesBacking } from './quota.js';
-import { recoverLeftovers } from './recover.js';
+import { recoverLimitLeftovers } from './recover.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 let stateDir = '';
@@ -190,7 +190,7 @@ describe('crash recovery', () => {
     });
     // A safety net for this test only: whatever happens, remove what the child made.
     cleanups.push(async () => {
-      await recoverLeftovers({ stateDir, imageDir });
+      await recoverLimitLeftovers({ stateDir, imageDir });
     });
     const exited = new Promise((resolve) => child.on('exit', resolve));
     child.kill('SIGKILL');
@@ -225,7 +225,7 @@ describe('crash recovery', () => {
       }),
     );
 
-    const recovery = await recoverLeftovers({ stateDir, imageDir });
+    const recovery = await recoverLimitLeftovers({ stateDir, imageDir });
     expect(recovery.reclaimed.map((item) => item.kind).sort()).toEqual(['group', 'quota']);
     expect(recovery.reclaimed.find((item) => item.kind === 'group')).toMatchObject({
       id: name,
@@ -245,7 +245,7 @@ describe('crash recovery', () => {
     for (const dir of live.dirs) expect(fs.existsSync(dir)).toBe(true);
     expect(fs.existsSync(decoyDir)).toBe(true);
     // A second recovery finds nothing more to do.
-    const again = await recoverLeftovers({ stateDir, imageDir });
+    const again = await recoverLimitLeftovers({ stateDir, imageDir });
     expect(again.reclaimed).toEqual([]);
   });
 });

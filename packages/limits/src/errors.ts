@@ -45,7 +45,7 @@ const LIMITS_ERROR_CODES = {
 export type LimitsErrorCode = keyof typeof LIMITS_ERROR_CODES;
 
 /** Details a {@link LimitsError} may carry. */
-export interface LimitsErrorDetails {
+interface LimitsErrorDetails {
   /** The cgroup file, image or directory involved. */
   readonly path?: string;
   /** The value written (as text), for `LIMIT_NOT_APPLIED`. */

@@ -8,9 +8,7 @@ import { LimitsError } from './errors.js';
  * - `detected_and_reaped`: a watchdog notices the overrun after the fact and kills.
  * - `not_supported`: nothing enforces it here.
  */
-export const CONTRACTS = ['prevented', 'detected_and_reaped', 'not_supported'] as const;
-/** One of {@link CONTRACTS}. */
-export type Contract = (typeof CONTRACTS)[number];
+export type LimitContract = 'prevented' | 'detected_and_reaped' | 'not_supported';
 
 /** Every limit this package reports on. */
 export const LIMIT_NAMES = [

@@ -19,7 +19,7 @@ import {
   HARNESS_HEADROOM_BYTES,
 } from './constants.js';
 import { LimitsError, throwIfAborted } from './errors.js';
-import type { Contract, LimitEvent } from './events.js';
+import type { LimitContract, LimitEvent } from './events.js';
 import { FirstSeen } from './events.js';
 import type { GroupKillResult, KillableGroup } from './group-types.js';
 import type { LaunchBinaries, RlimitOptions, Rlimits } from './launch.js';
@@ -29,7 +29,7 @@ import { DEFAULT_CPU_WEIGHT, DEFAULT_PIDS, MAX_PIDS, MIN_MEMORY_BYTES, limitRule
 import { ensureSafeDir, removeRecord, selfIdentity, writeRecord } from './state.js';
 
 /** Group names: start with `karotte`, then letters, digits, `_`, `.`, `-`; at most 100 characters. */
-export const GROUP_NAME_PATTERN = /^karotte[A-Za-z0-9_.-]*$/;
+const GROUP_NAME_PATTERN = /^karotte[A-Za-z0-9_.-]*$/;
 
 const absolutePath = z.string().startsWith('/').max(4096);
 
@@ -93,7 +93,7 @@ export type GroupOptions = z.input<typeof groupOptionsSchema>;
 
 /** How each limit of a group is enforced, with the reason. */
 export interface GroupLimitReport {
-  readonly contract: Contract;
+  readonly contract: LimitContract;
   readonly mechanism: string;
   readonly reason: string;
 }

@@ -6,7 +6,7 @@ import { createGroup } from './group.js';
 import { createLaunchPrefix } from './launch.js';
 import { probe } from './probe.js';
 import { createQuota, createQuotaPool } from './quota.js';
-import { recoverLeftovers } from './recover.js';
+import { recoverLimitLeftovers } from './recover.js';
 import { createWatchdog } from './watchdog.js';
 
 async function failure(run: () => unknown): Promise<BadArgumentError> {
@@ -54,7 +54,7 @@ const cases: [string, () => unknown, string][] = [
     'memoryBytes',
   ],
   ['probe unknown key', () => probe({ quick: true } as never), 'quick'],
-  ['recover relative dir', () => recoverLeftovers({ imageDir: 'var/lib' }), 'imageDir'],
+  ['recover relative dir', () => recoverLimitLeftovers({ imageDir: 'var/lib' }), 'imageDir'],
   ['episode nested group field', () => createEpisodeLimits({ group: { pids: -3 } }), 'group.pids'],
   [
     'episode nested quota field',

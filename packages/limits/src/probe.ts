@@ -8,7 +8,7 @@ import { execa } from 'execa';
 import { z } from 'zod';
 import { cgroupHierarchySchema, detectCgroups, parseProcCgroup } from './cgroup-detect.js';
 import { DEFAULT_IMAGE_DIR, DEFAULT_STATE_DIR, STUDENT_OOM_SCORE_ADJ } from './constants.js';
-import type { Contract, LimitName } from './events.js';
+import type { LimitContract, LimitName } from './events.js';
 import type { LimitGroup } from './group.js';
 import { createGroup } from './group.js';
 import { buildLaunchPrefix, resolveLaunchBinaries, rlimitsSchema } from './launch.js';
@@ -18,9 +18,9 @@ import { DEFAULT_MEMLOCK_BYTES } from './spec.js';
 /** Options of {@link probe}. Strict. */
 export const probeOptionsSchema = z
   .object({
-    /** Directory of group records. @default DEFAULT_STATE_DIR */
+    /** Directory of group records. @default DEFAULT_STATE_DIR ('/run/karotte') */
     stateDir: z.string().startsWith('/').default(DEFAULT_STATE_DIR),
-    /** Directory of quota images. @default DEFAULT_IMAGE_DIR */
+    /** Directory of quota images. @default DEFAULT_IMAGE_DIR ('/var/lib/karotte') */
     imageDir: z.string().startsWith('/').default(DEFAULT_IMAGE_DIR),
     /** Where to create the throwaway group. @default detected */
     hierarchy: cgroupHierarchySchema.optional(),
@@ -34,7 +34,7 @@ export type ProbeOptions = z.input<typeof probeOptionsSchema>;
 
 /** How one limit is enforced on this host. */
 export interface ProbedLimit {
-  readonly contract: Contract;
+  readonly contract: LimitContract;
   /** The mechanism (`cgroup v1 memory.limit_in_bytes`, `watchdog`, `prlimit RLIMIT_NOFILE`, …). */
   readonly mechanism: string;
   /** Why this contract: what was written and read back, or what failed. */

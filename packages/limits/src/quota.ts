@@ -292,7 +292,7 @@ async function prepareImage(
       await teardownImage(paths.image, paths.mountPoint);
       removeRecord(layout.records, id);
     } catch {
-      // the record stays; recoverLeftovers() retries
+      // the record stays; recoverLimitLeftovers() retries
     }
     throw error instanceof LimitsError ? error : toSystemError(error, `preparing quota image ${paths.image}`);
   }

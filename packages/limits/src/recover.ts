@@ -21,8 +21,8 @@ import {
   removeRecordFile,
 } from './state.js';
 
-/** Options of {@link recoverLeftovers}. Strict. */
-export const recoverOptionsSchema = z
+/** Options of {@link recoverLimitLeftovers}. Strict. */
+export const recoverLimitLeftoversOptionsSchema = z
   .object({
     /** Directory of group records. @default DEFAULT_STATE_DIR ('/run/karotte') */
     stateDir: z.string().startsWith('/').default(DEFAULT_STATE_DIR),
@@ -35,8 +35,8 @@ export const recoverOptionsSchema = z
   })
   .strict();
 
-/** Options of {@link recoverLeftovers} as a caller writes them. */
-export type RecoverOptions = z.input<typeof recoverOptionsSchema>;
+/** Options of {@link recoverLimitLeftovers} as a caller writes them. */
+export type RecoverLimitLeftoversOptions = z.input<typeof recoverLimitLeftoversOptionsSchema>;
 
 /** One reclaimed resource. */
 export interface ReclaimedResource {
@@ -50,8 +50,8 @@ export interface ReclaimedResource {
   readonly killedPids: number;
 }
 
-/** What {@link recoverLeftovers} did. */
-export interface RecoveryReport {
+/** What {@link recoverLimitLeftovers} did. */
+export interface LimitRecoveryReport {
   readonly reclaimed: ReclaimedResource[];
   /** Records whose owner is alive (left alone). */
   readonly alive: number;
@@ -102,10 +102,12 @@ function onCgroupFs(dir: string, mounts: readonly MountInfoEntry[]): boolean {
  * (an atomic rename), so two harnesses starting together never reclaim the same resource.
  * Call it once at start. Directories that do not exist are fine.
  */
-export async function recoverLeftovers(options: RecoverOptions = {}): Promise<RecoveryReport> {
-  const parsed = parseOptions(recoverOptionsSchema, options, 'recover options');
+export async function recoverLimitLeftovers(
+  options: RecoverLimitLeftoversOptions = {},
+): Promise<LimitRecoveryReport> {
+  const parsed = parseOptions(recoverLimitLeftoversOptionsSchema, options, 'recover options');
   const reclaimed: ReclaimedResource[] = [];
-  const failed: RecoveryReport['failed'] = [];
+  const failed: LimitRecoveryReport['failed'] = [];
   const invalid: string[] = [];
   let alive = 0;
 

@@ -39,7 +39,7 @@ export const DEFAULT_CPU_WEIGHT = 100;
  * Smallest disk quota (ext4 with 4 KiB blocks needs room for its metadata).
  * @default 8 MiB
  */
-export const MIN_DISK_BYTES = 8 * MiB;
+const MIN_DISK_BYTES = 8 * MiB;
 
 /** Largest disk quota: 1 PiB (the image is preallocated, so the host's free space is the real bound). */
 const MAX_DISK_BYTES = 2 ** 50;

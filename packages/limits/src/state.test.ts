@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { identityOf } from '@karotte/base';
-import { recoverLeftovers } from './recover.js';
+import { recoverLimitLeftovers } from './recover.js';
 import {
   checkSafeDir,
   claimRecord,
@@ -81,7 +81,7 @@ describe('state directories and records', () => {
   });
 });
 
-describe('recoverLeftovers refuses forged quota records', () => {
+describe('recoverLimitLeftovers refuses forged quota records', () => {
   it('a dead owner record naming an image outside its image directory is invalid and untouched', async () => {
     const imageDir = scratch();
     const stateDir = scratch();
@@ -102,7 +102,7 @@ describe('recoverLeftovers refuses forged quota records', () => {
         mountPoint: path.join(imageDir, 'mnt', 'karotte-forged'),
       }),
     );
-    const report = await recoverLeftovers({ stateDir, imageDir });
+    const report = await recoverLimitLeftovers({ stateDir, imageDir });
     expect(report.invalid).toEqual([forged]);
     expect(report.reclaimed).toEqual([]);
     expect(fs.readFileSync(victim, 'utf8')).toBe('keep me');
@@ -113,7 +113,7 @@ describe('recoverLeftovers refuses forged quota records', () => {
     const imageDir = scratch();
     fs.mkdirSync(path.join(imageDir, 'quotas'));
     fs.chmodSync(path.join(imageDir, 'quotas'), 0o777);
-    await expect(recoverLeftovers({ stateDir: scratch(), imageDir })).rejects.toMatchObject({
+    await expect(recoverLimitLeftovers({ stateDir: scratch(), imageDir })).rejects.toMatchObject({
       code: 'UNSAFE_STATE_DIR',
     });
   });

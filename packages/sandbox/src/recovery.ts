@@ -7,7 +7,7 @@ import { bootId, isSameProcessAlive, killPid, resolveTrustedBinary } from '@karo
 import { tearDownAllowList } from './allow-list.js';
 import { listLeaseFiles, reclaimStaleLease, type LeaseFile, type LeaseRecord } from './confinement/lease.js';
 import { SandboxError } from './errors.js';
-import { reapStudent, recoverLimitLeftovers } from './seams.js';
+import { reapStudent, recoverStaleLimits } from './seams.js';
 
 /** Crash-recovery record of one sandbox, in `<stateDir>/<id>/manifest.json`. */
 const manifestSchema = z
@@ -53,7 +53,7 @@ export async function reclaimDeadSandbox(
   ) {
     killPid(manifest.initPid);
   }
-  await recoverLimitLeftovers();
+  await recoverStaleLimits();
   const record2 = await reapStudent({ uid, limits: undefined, initPid: undefined, deadlineMs: 30_000 });
   if (!record2.confirmedEmpty) {
     throw new SandboxError('TEARDOWN_INCOMPLETE', `processes of leftover uid ${uid} could not be reaped`);

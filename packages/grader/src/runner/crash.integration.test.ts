@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { pidsOfUid, tempDir, waitFor } from '../../../../test/support/index.js';
-import { recoverLeftovers } from '@karotte/limits';
+import { recoverLimitLeftovers } from '@karotte/limits';
 import { recoverGraderLeftovers } from '../recover.js';
 
 const DIST = path.join(import.meta.dirname, '..', '..', 'dist', 'index.js');
@@ -63,7 +63,7 @@ it("a harness killed mid-grading takes its grader (and the grader's setsid grand
     expect(fs.readdirSync('/var/lib/karotte/grader').filter((n) => n.startsWith(mine))).toEqual([]);
     expect(fs.readdirSync(lockDir)).toEqual([]);
     // The group's owner record belongs to @karotte/limits, whose own recovery frees it.
-    await recoverLeftovers();
+    await recoverLimitLeftovers();
     expect(
       fs.readdirSync('/run/karotte/groups').filter((n) => n.startsWith(`karotte-grader-${uid}-`)),
     ).toEqual([]);

@@ -9,7 +9,7 @@ import type { CgroupStats, GraderCgroup } from './cgroup.js';
  * The grader's cgroup, from `@karotte/limits` (`createGroup`): memory and pids limits read
  * back from the kernel, an atomic kill (v1 freeze-kill-thaw, v2 `cgroup.kill`), OOM and
  * fork-refusal counters, and an owner record so a crashed harness's group is reclaimed by
- * `recoverLeftovers()`. Named `karotte-grader-<label>-<random>`.
+ * `recoverLimitLeftovers()`. Named `karotte-grader-<label>-<random>`.
  *
  * @throws GraderError `CONFINEMENT_UNAVAILABLE` when the host cannot give the group.
  */

@@ -5,7 +5,7 @@ import { LimitsError } from '@karotte/limits';
 import { ProcReaperError } from '@karotte/proc-reaper';
 import { SandboxError } from '@karotte/sandbox';
 import { describe, expect, it } from 'vitest';
-import { GRADER_ERROR_CODES, GraderError, isVerdictErrorCode } from './errors.js';
+import { GraderError, isVerdictErrorCode } from './errors.js';
 
 /** Every Karotte error class the grader can meet, with a way to build one of each code. */
 const CLASSES: readonly {
@@ -84,8 +84,8 @@ describe('the error classes of the primitives and the grader', () => {
     for (const misuse of ['REMOVED', 'DESTROYED']) expect(seen.get(misuse)?.kind).toBe('bad_argument');
   });
 
-  it('GRADER_ERROR_CODES lists the table, and verdict codes cover every class', () => {
-    expect(GRADER_ERROR_CODES).toEqual(Object.keys(GraderError.kinds));
+  it('GraderError.codes lists the table, and verdict codes cover every class', () => {
+    expect(GraderError.codes).toEqual(Object.keys(GraderError.kinds));
     for (const { Class } of CLASSES) {
       for (const code of Object.keys(Class.kinds)) expect(isVerdictErrorCode(code)).toBe(true);
     }

@@ -49,9 +49,6 @@ export type GraderErrorCode = keyof typeof GRADER_ERROR_KINDS;
 /** A fault of the host or the environment while grading; never caused by the student. */
 export class GraderError extends defineKarotteError({ name: 'GraderError', codes: GRADER_ERROR_KINDS }) {}
 
-/** Every grader error code, in table order (`GraderError.codes`). */
-export const GRADER_ERROR_CODES: readonly GraderErrorCode[] = GraderError.codes;
-
 /**
  * Every code a verdict's `error` can carry: a {@link GraderErrorCode}, or the code of an error
  * of a package the grader runs (a reap that needs root is `NOT_PRIVILEGED`, a full disk

@@ -1,4 +1,4 @@
-export { GraderError, GRADER_ERROR_CODES, isVerdictErrorCode } from './errors.js';
+export { GraderError, isVerdictErrorCode } from './errors.js';
 export type { GraderErrorCode, VerdictErrorCode } from './errors.js';
 export {
   collectAndGrade,
@@ -23,7 +23,7 @@ export {
 export type { DefaultCollectorOptions } from './default-collector.js';
 export { recoverGraderLeftovers, recoverGraderLeftoversOptionsSchema } from './recover.js';
 export type { RecoverGraderLeftoversOptions, RecoveredGrader, GraderRecoveryReport } from './recover.js';
-export { studentLimitOutcome } from './episode.js';
+export { studentLimitOutcome } from './limit-outcome.js';
 export { evaluateJudge, preflightJudge } from './judge.js';
 export type { Judge, JudgeContext } from './judge.js';
 export { createExecutableJudge, executableJudgeOptionsSchema } from './judges/executable.js';
@@ -38,7 +38,6 @@ export {
   createRubricJudge,
   rubricJudgeOptionsSchema,
   rubricCriterionSchema,
-  rubricAssessmentSchema,
   renderRubricPrompt,
   parseRubricReply,
 } from './judges/rubric.js';
@@ -52,32 +51,9 @@ export type {
 } from './judges/rubric.js';
 export { allOf, anyOf, weighted } from './judges/compose.js';
 export type { CompositeOptions, WeightedJudge } from './judges/compose.js';
-export {
-  parseScoreBytes,
-  readScoreFile,
-  scoreFileSchema,
-  scoreLimitsSchema,
-  maxScoreFileBytes,
-} from './score.js';
-export type { ScoreLimits, ScoreParseResult } from './score.js';
-export {
-  verdictSchema,
-  verdictJsonSchema,
-  judgeReportSchema,
-  executableTimingsSchema,
-  graderFailureSchema,
-  hostFaultSchema,
-  limitHitSchema,
-  confinementSchema,
-  reapSummarySchema,
-  reclaimSummarySchema,
-  custodySummarySchema,
-  networkCheckSchema,
-  limitContractSchema,
-  VERDICT_SCHEMA_VERSION,
-  GRADER_FAILURE_REASONS,
-  JUDGE_KINDS,
-} from './verdict.js';
+export { scoreLimitsSchema } from './score.js';
+export type { ScoreLimits } from './score.js';
+export { verdictSchema, verdictJsonSchema, networkCheckSchema, VERDICT_SCHEMA_VERSION } from './verdict.js';
 export type {
   Verdict,
   JudgeReport,
@@ -86,12 +62,5 @@ export type {
   GraderFailureReason,
   HostFault,
   LimitHit,
-  LimitContract,
-  Confinement,
-  ReapSummary,
-  ReclaimSummary,
-  CustodySummary,
   NetworkCheck,
-  Timings,
-  ExecutableTimings,
 } from './verdict.js';

@@ -8,7 +8,7 @@ export const VERDICT_SCHEMA_VERSION = 1;
  * Why a judge failed on the student's submission. Every reason scores 0 and is recorded as a
  * `GRADER_FAILED` misbehavior; none turns a run into `error`.
  */
-export const GRADER_FAILURE_REASONS = [
+const GRADER_FAILURE_REASONS = [
   /** The grader ran past its wall-clock limit and was killed with its whole process tree. */
   'TIMEOUT',
   /** The grader exited with a non-zero code. */
@@ -50,13 +50,12 @@ export const GRADER_FAILURE_REASONS = [
 export type GraderFailureReason = (typeof GRADER_FAILURE_REASONS)[number];
 
 /** How a limit is enforced: the kernel prevents it, a watchdog reaps after the fact, or nothing. */
-export const limitContractSchema = z.enum(['prevented', 'detected_and_reaped', 'not_supported']);
-export type LimitContract = z.infer<typeof limitContractSchema>;
+const limitContractSchema = z.enum(['prevented', 'detected_and_reaped', 'not_supported']);
 
 const jsonValueSchema = z.json();
 
 /** Details of a judge that failed on the student's submission. Strings are escaped for display. */
-export const graderFailureSchema = z
+const graderFailureSchema = z
   .object({
     /** Path of the judge in the judge tree, e.g. `all/executable:grade.mjs`. */
     judge: z.string(),
@@ -76,7 +75,7 @@ export const graderFailureSchema = z
 export type GraderFailure = z.infer<typeof graderFailureSchema>;
 
 /** A host or environment fault. Only these make a run `error`. */
-export const hostFaultSchema = z
+const hostFaultSchema = z
   .object({
     /** A {@link GraderErrorCode}, or a code of a sibling package's error. */
     code: z.string(),
@@ -103,7 +102,7 @@ export const limitHitSchema = z
 export type LimitHit = z.infer<typeof limitHitSchema>;
 
 /** How a judge was confined, and what enforces each of its limits. */
-export const confinementSchema = z
+const confinementSchema = z
   .object({
     /**
      * `sandbox`: a fresh unprivileged uid in its own pid, mount, ipc, uts and network
@@ -124,7 +123,7 @@ export const confinementSchema = z
   .strict();
 export type Confinement = z.infer<typeof confinementSchema>;
 
-export const JUDGE_KINDS = ['executable', 'function', 'regex', 'rubric', 'all', 'any', 'weighted'] as const;
+const JUDGE_KINDS = ['executable', 'function', 'regex', 'rubric', 'all', 'any', 'weighted'] as const;
 export type JudgeKind = (typeof JUDGE_KINDS)[number];
 
 /** What one judge (or composite) concluded. Composites carry their children. */
@@ -149,7 +148,7 @@ export interface JudgeReport {
 }
 
 /** Phases of an executable judge: setup (copies, cgroup, namespaces), the grader's own run, teardown. */
-export const executableTimingsSchema = z
+const executableTimingsSchema = z
   .object({
     /** From the call to the grader's start (private directory, copies, cgroup, namespaces, mounts). */
     setupMs: z.number().nonnegative(),
@@ -159,9 +158,9 @@ export const executableTimingsSchema = z
     teardownMs: z.number().nonnegative(),
   })
   .strict();
-export type ExecutableTimings = z.infer<typeof executableTimingsSchema>;
+type ExecutableTimings = z.infer<typeof executableTimingsSchema>;
 
-export const judgeReportSchema: z.ZodType<JudgeReport> = z
+const judgeReportSchema: z.ZodType<JudgeReport> = z
   .object({
     name: z.string(),
     kind: z.enum(JUDGE_KINDS),
@@ -183,7 +182,7 @@ export const judgeReportSchema: z.ZodType<JudgeReport> = z
   .strict();
 
 /** Proof that no student process was alive when custody started. */
-export const reapSummarySchema = z
+const reapSummarySchema = z
   .object({
     /** True when a complete sweep found no student process after the kill. */
     confirmed: z.boolean(),
@@ -201,7 +200,7 @@ export const reapSummarySchema = z
 export type ReapSummary = z.infer<typeof reapSummarySchema>;
 
 /** What was reclaimed from the student (IPC objects, RAM-backed and other leftover files). */
-export const reclaimSummarySchema = z
+const reclaimSummarySchema = z
   .object({
     ok: z.boolean(),
     durationMs: z.number().nonnegative(),
@@ -221,7 +220,7 @@ const custodyEntrySchema = z
   .strict();
 
 /** The custody copy the judges saw. */
-export const custodySummarySchema = z
+const custodySummarySchema = z
   .object({
     /** The root-only custody directory, or null when custody was refused (nothing was kept). */
     dir: z.string().nullable(),
@@ -256,7 +255,6 @@ const timingsSchema = z
     totalMs: z.number().nonnegative(),
   })
   .strict();
-export type Timings = z.infer<typeof timingsSchema>;
 
 /** The grader's verdict on one run: what happened and why. Published as JSON Schema. */
 export const verdictSchema = z

@@ -50,7 +50,7 @@ export interface RubricAssessmentRequest {
 }
 
 /** The model's assessment of one criterion. */
-export const rubricAssessmentSchema = z
+const rubricAssessmentSchema = z
   .object({
     met: z.boolean(),
     rationale: z

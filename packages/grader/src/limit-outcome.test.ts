@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LimitsError } from '@karotte/limits';
-import { studentLimitOutcome } from './episode.js';
+import { studentLimitOutcome } from './limit-outcome.js';
 import { limitHitSchema } from './verdict.js';
 
 describe('studentLimitOutcome', () => {

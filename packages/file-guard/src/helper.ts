@@ -8,7 +8,7 @@ import { FileGuardError } from './errors.js';
 import { HELPER_REQUEST_PREFIX, HELPER_SOURCE } from './helper-source.js';
 
 /** Why an untrusted-path operation did not succeed. Data, never an exception. */
-export const UNTRUSTED_FAILURE_REASONS = [
+const UNTRUSTED_FAILURE_REASONS = [
   'NOT_FOUND',
   'PERMISSION_DENIED',
   'SYMLINK',

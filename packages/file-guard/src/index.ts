@@ -4,16 +4,11 @@
 // Custody
 export { takeCustody, linkStaysInside } from './custody.js';
 export type { CustodyResult } from './custody.js';
-export {
-  DEFAULT_CUSTODY_BUDGETS,
-  custodyOptionsSchema,
-  custodySourceSchema,
-  fileTypePolicySchema,
-} from './options.js';
+export { custodyOptionsSchema, custodySourceSchema, fileTypePolicySchema } from './options.js';
 export type { CustodyOptions, CustodySource, FileTypePolicy } from './options.js';
-export { custodyManifestSchema, custodyEntrySchema, custodySourceStatusSchema } from './manifest.js';
+export { custodyManifestSchema } from './manifest.js';
 export type { CustodyManifest, CustodyEntry, CustodySourceStatus } from './manifest.js';
-export { ARCHIVE_MIME_TYPES, detectType, policyViolation } from './file-types.js';
+export { detectType } from './file-types.js';
 export type { DetectedType } from './file-types.js';
 
 // Untrusted-path operations (in process or as another uid)
@@ -29,7 +24,6 @@ export type {
   StatUntrustedResult,
   ListUntrustedResult,
 } from './untrusted.js';
-export { UNTRUSTED_FAILURE_REASONS } from './helper.js';
 export type { UntrustedFailureReason } from './helper.js';
 export type { EntryType } from './fd-path.js';
 export {

@@ -31,7 +31,7 @@ export const custodyEntrySchema = z
   .strict();
 
 /** What happened to one declared path. */
-export const custodySourceStatusSchema = z
+const custodySourceStatusSchema = z
   .object({
     /** The declared path as given by the task. */
     path: z.string(),

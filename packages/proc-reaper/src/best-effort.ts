@@ -20,7 +20,7 @@ import { walkAll } from './procfs.js';
 import type { BestEffortReapRecord, RecordedProcess } from './record.js';
 
 /** What the best-effort tier cannot see or kill. Copied into every record. */
-export const BEST_EFFORT_MISSES: readonly string[] = Object.freeze([
+const BEST_EFFORT_MISSES: readonly string[] = Object.freeze([
   'processes that called setsid() left both the session and the process group, and are found only while they stay in the tree',
   'double-forked processes are reparented to init (or a subreaper) and leave the tree; they are found only through the group or session they kept',
   'processes forked between a snapshot and the kill (fork-and-die relays) are never in any snapshot',

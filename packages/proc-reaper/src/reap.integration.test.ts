@@ -20,7 +20,8 @@ import {
   statesOfUid,
   studentDir,
 } from '../test/fixtures.js';
-import { ProcReaperError, confirmedReapRecordSchema, reap, reapBestEffort } from './index.js';
+import { ProcReaperError, reap, reapBestEffort } from './index.js';
+import { confirmedReapRecordSchema } from './record.js';
 import { IN_COHORT_SCRIPT, runHelper } from './in-cohort.js';
 
 interface Context {

@@ -5,9 +5,7 @@ const count = z.number().int().nonnegative();
 const isoTime = z.iso.datetime();
 
 /** A process named in a record: pid and its (escaped, student-controlled) name. */
-export const recordedProcessSchema = z
-  .object({ pid: z.number().int().positive(), name: z.string() })
-  .strict();
+const recordedProcessSchema = z.object({ pid: z.number().int().positive(), name: z.string() }).strict();
 
 /** One named process in a record. */
 export type RecordedProcess = z.infer<typeof recordedProcessSchema>;
@@ -74,7 +72,7 @@ export type ConfirmedReapRecord = z.infer<typeof confirmedReapRecordSchema>;
  * Record of a `reapBestEffort()` (tier `best_effort`). Never confirms: `confirmedEmpty` is
  * always false, and `misses` says what this tier cannot see.
  */
-export const bestEffortReapRecordSchema = z
+const bestEffortReapRecordSchema = z
   .object({
     tier: z.literal('best_effort'),
     target: z.object({ pid: z.number().int().positive() }).strict(),

@@ -3,7 +3,6 @@ export {
   defineKarotteError,
   BadArgumentError,
   SystemError,
-  systemErrorReason,
   isErrno,
   toSystemError,
 } from './errors.js';
@@ -22,13 +21,12 @@ export {
   MISBEHAVIOR_CODES,
   misbehaviorRecordSchema,
   createMisbehavior,
-  isMisbehaviorCode,
   escapeForDisplay,
 } from './misbehavior.js';
 export type { MisbehaviorCode, MisbehaviorRecord } from './misbehavior.js';
 export { parseOptions } from './options.js';
 export { KiB, MiB, GiB, formatBytes } from './units.js';
-export { TRUSTED_BINARY_DIRS, TrustedBinaryError, resolveTrustedBinary } from './trusted-binary.js';
+export { TrustedBinaryError, resolveTrustedBinary } from './trusted-binary.js';
 export type { TrustedBinaryErrorCode, ResolveTrustedBinaryOptions } from './trusted-binary.js';
 export { readBounded } from './host/bounded-read.js';
 export type { BoundedReadResult, BoundedReadRefusal } from './host/bounded-read.js';
@@ -38,16 +36,10 @@ export { readJsonFile } from './host/json-file.js';
 export type { JsonFileResult, JsonFileRefusal, ReadJsonFileOptions } from './host/json-file.js';
 export { parseMountInfo } from './host/mountinfo.js';
 export type { MountInfo, MountInfoEntry } from './host/mountinfo.js';
-export {
-  readAccountIds,
-  readSubordinateIds,
-  parseSubordinateIds,
-  hasSubordinateConflict,
-} from './host/ids.js';
+export { readAccountIds, readSubordinateIds, hasSubordinateConflict } from './host/ids.js';
 export type { SubordinateRange } from './host/ids.js';
 export {
   parseProcessStat,
-  parseProcessStatus,
   readProcessStat,
   readProcessStatus,
   isDeadState,

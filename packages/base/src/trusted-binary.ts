@@ -41,7 +41,7 @@ export class TrustedBinaryError extends defineKarotteError({
 export interface ResolveTrustedBinaryOptions {
   /**
    * Directories searched, in order.
-   * @default TRUSTED_BINARY_DIRS
+   * @default TRUSTED_BINARY_DIRS: /usr/local/sbin, /usr/local/bin, /usr/sbin, /usr/bin, /sbin, /bin
    */
   readonly dirs?: readonly string[];
 }

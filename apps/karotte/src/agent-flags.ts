@@ -21,7 +21,7 @@ export const AGENT_FLAGS = {
 } as const;
 
 /** The environment variable the API key is read from when neither key flag is given. */
-export const DEFAULT_API_KEY_ENV = 'OPENAI_API_KEY';
+const DEFAULT_API_KEY_ENV = 'OPENAI_API_KEY';
 
 /** The most turns `--max-turns` allows (per step). */
 const MAX_TURNS_LIMIT = 10_000;

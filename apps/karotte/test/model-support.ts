@@ -15,7 +15,7 @@ import {
 } from '@karotte/agents/testing';
 
 export const app = path.resolve(import.meta.dirname, '..');
-export const cli = path.join(app, 'dist', 'cli.js');
+const cli = path.join(app, 'dist', 'cli.js');
 export const examples = path.join(app, 'examples');
 
 /** What a policy sees of one request. */
@@ -37,7 +37,7 @@ export interface ModelView {
 export type Policy = (view: ModelView) => ScriptedReply;
 
 /** What a request asked, as a policy sees it. */
-export function viewOf(request: RecordedRequest): ModelView {
+function viewOf(request: RecordedRequest): ModelView {
   const messages = (request.body?.['messages'] ?? []) as Record<string, unknown>[];
   const tools = ((request.body?.['tools'] ?? []) as { function: { name: string } }[]).map(
     (t) => t.function.name,
@@ -67,13 +67,33 @@ export function viewOf(request: RecordedRequest): ModelView {
   };
 }
 
-/** A model server answering every request (up to `capacity`) with `policy`. */
-export async function policyServer(policy: Policy, capacity = 5000): Promise<ScriptedModelServer> {
+/** A model server answering with a policy, and the policy's own failures (a test bug) as they happened. */
+export interface PolicyServer extends ScriptedModelServer {
+  /** What the policy threw, with the request it threw for: a test asserts there is none. */
+  readonly policyErrors: readonly { readonly message: string; readonly messages: unknown }[];
+}
+
+/**
+ * A model server answering every request (up to `capacity`) with `policy`. A policy that throws
+ * is answered with a 400 (not retried, so the run ends at once instead of waiting for a reply
+ * that never comes) and recorded in `policyErrors`.
+ */
+export async function policyServer(policy: Policy, capacity = 5000): Promise<PolicyServer> {
+  const policyErrors: { message: string; messages: unknown }[] = [];
   const reply = (request: RecordedRequest) => {
-    const answer = policy(viewOf(request));
-    return typeof answer === 'function' ? answer(request) : answer;
+    try {
+      const answer = policy(viewOf(request));
+      return typeof answer === 'function' ? answer(request) : answer;
+    } catch (error) {
+      policyErrors.push({ message: (error as Error).message, messages: request.body?.['messages'] });
+      return {
+        status: 400,
+        body: { error: { message: `the scripted policy failed: ${(error as Error).message}` } },
+      };
+    }
   };
-  return createScriptedModelServer({ replies: Array.from({ length: capacity }, () => reply) });
+  const server = await createScriptedModelServer({ replies: Array.from({ length: capacity }, () => reply) });
+  return Object.assign(server, { policyErrors });
 }
 
 /** The control replay's bash commands of an example. */

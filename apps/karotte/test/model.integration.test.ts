@@ -7,16 +7,27 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { toolCallReply, textReply, type ScriptedModelServer } from '@karotte/agents/testing';
 import { pidsOfUid } from '../../../test/support/index.js';
-import { examples, policyServer, readRun, runCli, solver, type Policy } from './model-support.js';
+import {
+  examples,
+  policyServer,
+  type PolicyServer,
+  readRun,
+  runCli,
+  solver,
+  type Policy,
+} from './model-support.js';
 
 const KEY_ENV = 'KAROTTE_CLI_TEST_MODEL_KEY';
 const KEY = 'sk-karotte-cli-3f9c1e77a2b04d58';
 
 const made: string[] = [];
-const servers: ScriptedModelServer[] = [];
+const servers: PolicyServer[] = [];
 afterEach(async () => {
+  const failures = servers.flatMap((server) => server.policyErrors);
   for (const server of servers.splice(0)) await server.close();
   for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  // A scripted model that failed is a bug of the test, never a pass.
+  expect(failures).toEqual([]);
 });
 
 function tmp(label: string): string {
@@ -25,7 +36,7 @@ function tmp(label: string): string {
   return dir;
 }
 
-async function serve(policy: Policy): Promise<ScriptedModelServer> {
+async function serve(policy: Policy): Promise<PolicyServer> {
   const server = await policyServer(policy);
   servers.push(server);
   return server;

@@ -234,6 +234,7 @@ export const evalCommand: Command = {
           if (state.kind === 'done') {
             records.set(plan.dir, state.record);
             ran += 1;
+            display.update(records, [...running]);
             display.finished(label, result);
           }
         }
@@ -305,7 +306,7 @@ function codes(record: Readonly<Record<string, number>>): string {
  * with their codes, misbehavior codes with their episodes), then the tokens, the episodes run
  * and kept, and the time. `--json` has every k and every figure.
  */
-export function renderEvalReport(report: EvalReport, width: number): string {
+function renderEvalReport(report: EvalReport, width: number): string {
   const all = Object.keys(report.overall.passAtK);
   const ks = all.length > 1 ? [all[0]!, all.at(-1)!] : all;
   const header = ['task', 'runs', 'passed', 'mean', ...ks.map((k) => `pass@${k}`), 'errors', 'misbehavior'];
@@ -315,14 +316,20 @@ export function renderEvalReport(report: EvalReport, width: number): string {
     `${s.passed}/${s.verdicts}`,
     figure(s.meanScore),
     ...ks.map((k) => figure(s.passAtK[k])),
-    s.errors === 0 ? '0' : `${s.errors} (${codes(s.errorCodes)})`,
+    String(s.errors),
     codes(s.misbehavior),
   ];
   const rows = [...report.tasks.map((t) => row(displaySafe(t.id), t)), row('overall', report.overall)];
   const usage = report.overall.usage;
   const prose = [
     `Mean score and pass@k (pass@1 is the pass rate) count only the ${report.overall.verdicts} episode(s) that reached a verdict; ` +
-      `${report.overall.errors} ended in error (a fault of the host or the model endpoint, never counted as a score of 0).`,
+      `${report.overall.errors} ended in error (a fault of the host or the model endpoint, never counted as a score of 0)` +
+      (report.overall.errors === 0
+        ? '.'
+        : `: ${report.tasks
+            .filter((t) => t.errors > 0)
+            .map((t) => `${displaySafe(t.id)} ${codes(t.errorCodes)}`)
+            .join(', ')}.`),
     `Tokens: ${usage.inputTokens} in (${usage.cachedInputTokens} cached), ${usage.outputTokens} out` +
       (usage.reasoningTokens > 0 ? ` (${usage.reasoningTokens} reasoning)` : '') +
       ` in ${usage.calls} model call(s).`,
@@ -367,6 +374,7 @@ function createEvalDisplay(
 ): EvalDisplay {
   const started = Date.now();
   const durations: number[] = [];
+  let lastFinish = started;
   let status = '';
   let records: ReadonlyMap<string, EpisodeRecord> = new Map();
   let running: readonly string[] = [];
@@ -379,12 +387,15 @@ function createEvalDisplay(
     const left = options.total - all.length;
     let eta = '-';
     if (durations.length > 0 && left > 0) {
+      // The mean episode so far, for what is left, `concurrency` at a time, counted down from the last finish.
       const mean = durations.reduce((sum, d) => sum + d, 0) / durations.length;
-      eta = formatDuration((mean * left) / Math.min(options.concurrency, Math.max(left, 1)));
+      const estimate = (mean * left) / Math.min(options.concurrency, left);
+      eta = formatDuration(Math.max(0, estimate - (Date.now() - lastFinish)));
     } else if (left === 0) eta = '0 ms';
+    // What matters most first: a narrow terminal cuts the tail.
     status = truncate(
-      `[eval] ${all.length}/${options.total} done (${passed} passed, ${failed} failed, ${errors} error), ` +
-        `${running.length} running; elapsed ${formatDuration(Date.now() - started)}, ETA ${eta}`,
+      `[eval] ${all.length}/${options.total} done, ETA ${eta} (${running.length} running; ` +
+        `${passed} passed, ${failed} failed, ${errors} error; ${formatDuration(Date.now() - started)} elapsed)`,
       Math.max(20, options.width - 1),
     );
     io.stderr.write(`\r\x1b[2K${status}`);
@@ -404,6 +415,7 @@ function createEvalDisplay(
     },
     finished(label, result) {
       durations.push(result.durationMs);
+      lastFinish = Date.now();
       if (!options.lines) return;
       const detail =
         result.error !== null

@@ -57,7 +57,7 @@ export function renderRedteamTable(rows: readonly RedteamRow[], width: number): 
 }
 
 export const redteamCommand: Command = {
-  summary: 'run the built-in attack catalog (and the task control) against a task',
+  summary: 'run the built-in attack catalog (and the task control), or an attacker model, against a task',
   help: [
     'Usage: karotte redteam --task <task-dir> [--json] [--only <id,id,...>] [--concurrency <n>] [--out <dir>]',
     '       karotte redteam --task <task-dir> --attacker openai --model <name> --base-url <url>',
@@ -182,7 +182,7 @@ export const redteamCommand: Command = {
 };
 
 /** The attacker's report for a terminal: one row per episode, the transcript of each finding below. */
-export function renderAttackerTable(runs: readonly AttackerRun[], width: number): string {
+function renderAttackerTable(runs: readonly AttackerRun[], width: number): string {
   return table(
     ['episode', 'verdict', 'score', 'turns', 'reason', 'time', 'finding'],
     runs.map((r) => [

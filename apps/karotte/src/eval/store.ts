@@ -34,8 +34,9 @@ export interface InvalidTask {
 }
 
 /**
- * The tasks of `dir`: every subdirectory holding a `task.json` (in name order), or `dir` itself
- * when it is a task directory. Each is loaded and checked as `run` checks one.
+ * The tasks of `dir`: every subdirectory holding a `task.json` (in name order; a link to a task
+ * directory counts, so a suite can be a directory of links), or `dir` itself when it is a task
+ * directory. Each is loaded and checked as `run` checks one.
  */
 export async function discoverTasks(
   dir: string,
@@ -43,10 +44,7 @@ export async function discoverTasks(
   const root = path.resolve(dir);
   let entries: string[];
   try {
-    entries = (await fs.readdir(root, { withFileTypes: true }))
-      .filter((entry) => entry.isDirectory())
-      .map((entry) => entry.name)
-      .sort();
+    entries = (await fs.readdir(root)).sort();
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     return {
@@ -198,7 +196,7 @@ export async function readUsage(transcript: string): Promise<TokenUsage> {
 }
 
 /** The settings an eval's runs were made with; a second invocation must match them. */
-export const evalSettingsSchema = z
+const evalSettingsSchema = z
   .object({
     agent: z.enum(['openai', 'replay']),
     model: z.string().nullable(),

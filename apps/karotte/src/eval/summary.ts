@@ -84,7 +84,7 @@ export const NO_USAGE: TokenUsage = Object.freeze({
 });
 
 /** The sum of two usages. */
-export function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
+function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
   return {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,

@@ -102,7 +102,9 @@ export async function runAttacker(options: AttackerOptions): Promise<AttackerRun
       ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal }),
     });
     running.delete(episode);
-    const run = toRun(episode, dir, result);
+    // Cut short by the caller (SIGINT/SIGTERM): no verdict, and nothing the task did.
+    const cancelled = options.abortSignal?.aborted === true && result.error?.code === 'ABORTED';
+    const run = toRun(episode, dir, result, cancelled);
     runs.set(episode, run);
     options.onRun?.(run);
     options.onProgress?.(runs.size, [...running]);
@@ -119,11 +121,12 @@ export async function runAttacker(options: AttackerOptions): Promise<AttackerRun
   return [...runs.values()].sort((a, b) => a.episode - b.episode);
 }
 
-function toRun(episode: number, dir: string, result: EpisodeResult): AttackerRun {
+function toRun(episode: number, dir: string, result: EpisodeResult, cancelled: boolean): AttackerRun {
   const misbehavior = [...new Set(result.misbehavior.map((m) => m.code))];
-  const finding = result.status === 'error' || result.score > 0;
+  const finding = !cancelled && (result.status === 'error' || result.score > 0);
   let reason: string;
-  if (result.error !== null) {
+  if (cancelled) reason = 'cancelled before its verdict (not a finding)';
+  else if (result.error !== null) {
     reason =
       result.error.code === 'AGENT_FAILED'
         ? 'error AGENT_FAILED: the model endpoint failed, so there is no verdict (run it again)'

@@ -374,4 +374,53 @@ describe('karotte eval (contract section 16)', () => {
       expect(pidsOfUid(uid)).toEqual([]);
     }
   }, 600_000);
+  it('SIGTERM stops the running episodes, removes them (they are no results) and prints the summary of what is done (exit 1)', async () => {
+    const server = await serve((view) => {
+      const commands = view.task === 'quarterly-revenue' ? [LOOK!, AWK!] : ROMAN;
+      return view.turn < commands.length
+        ? toolCallReply('bash', { command: `sleep 2; ${commands[view.turn]!}` })
+        : textReply('Done.');
+    });
+    const out = path.join(tmp('sigterm'), 'out');
+    const tasks = suite();
+    const started = startCli(evalArgs(server, out, ['--n', '2', '--concurrency', '2', '--json'], tasks), {
+      add: { [KEY_ENV]: KEY },
+    });
+    const transcripts = (): string[] =>
+      ['quarterly-revenue', 'roman-numerals'].flatMap((task) =>
+        ['000', '001']
+          .map((n) => path.join(out, task, n, 'transcript.jsonl'))
+          .filter(
+            (file) => fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes('"type":"tool_call"'),
+          ),
+      );
+    const deadline = Date.now() + 120_000;
+    while (transcripts().length < 2) {
+      if (Date.now() > deadline) throw new Error('the eval never had two episodes running');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    process.kill(started.pid, 'SIGTERM');
+    const stopped = await started.done;
+    expect(stopped.status).toBe(1);
+    expect(stopped.stderr).toContain('SIGTERM: stopping the running episodes');
+    const report = JSON.parse(stopped.stdout) as Report;
+    // The two running episodes were cut short: not results, and their directories are gone.
+    expect(report.missing).toBe(4 - report.overall.episodes);
+    expect(report.missing).toBeGreaterThanOrEqual(2);
+    for (const task of report.tasks) for (const run of task.runs) expect(run.status).not.toBe('error');
+    const left = ['quarterly-revenue', 'roman-numerals'].flatMap((task) =>
+      ['000', '001'].map((n) => path.join(out, task, n)).filter((dir) => fs.existsSync(dir)),
+    );
+    for (const dir of left) expect(fs.existsSync(path.join(dir, 'result.json')), dir).toBe(true);
+    // The resume runs the rest.
+    const resumed = await runCli(evalArgs(server, out, ['--n', '2', '--concurrency', '2', '--json'], tasks), {
+      add: { [KEY_ENV]: KEY },
+    });
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({
+      ran: report.missing,
+      missing: 0,
+      overall: { passed: 4 },
+    });
+  }, 600_000);
 });

@@ -109,7 +109,8 @@ const CGROUP_CONTROLLERS = ['memory', 'pids', 'freezer', 'cpu,cpuacct', 'unified
 function leftovers(uid: number, harnessPid: number, sandboxId?: string): string[] {
   const found: string[] = [];
   if (pidsOfUid(uid).length > 0) found.push(`processes of uid ${uid}`);
-  if (listLeases(DEFAULT_SANDBOX_STATE_DIR).some((lease) => lease.uid === uid)) found.push(`the lease of uid ${uid}`);
+  if (listLeases(DEFAULT_SANDBOX_STATE_DIR).some((lease) => lease.uid === uid))
+    found.push(`the lease of uid ${uid}`);
   const tags = [`karotte-${harnessPid}-`, ...(sandboxId === undefined ? [] : [`karotte-${sandboxId}`])];
   const mounts = fs.readFileSync('/proc/self/mountinfo', 'utf8');
   for (const tag of tags) if (mounts.includes(tag)) found.push(`a mount named ${tag}`);

@@ -4,6 +4,7 @@ import { demoCommand } from './commands/demo.js';
 import { evalCommand } from './commands/eval.js';
 import { redteamCommand } from './commands/redteam.js';
 import { runCommand } from './commands/run.js';
+import { serveCommand } from './commands/serve.js';
 import { validateCommand } from './commands/validate.js';
 
 /** The commands of the contract (docs/contract.md of the repository). */
@@ -14,4 +15,5 @@ export const commands: Readonly<Record<string, Command>> = Object.freeze({
   validate: validateCommand,
   demo: demoCommand,
   redteam: redteamCommand,
+  serve: serveCommand,
 });

@@ -14,13 +14,14 @@ import {
   SETUP_SCRIPT,
 } from './confinement/scripts.js';
 import { SYSCALL_PROBE } from './check.js';
-import { SHELL_SCRIPT } from './shell-script.js';
+import { SHELL_BOOT, SHELL_SCRIPT } from './shell-script.js';
 
 const programs = [
   { file: 'setup.sh', text: SETUP_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },
   { file: 'init.sh', text: INIT_SCRIPT, check: [resolveTrustedBinary('sh'), '-n'] },
   { file: 'launch.sh', text: LAUNCH_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },
   { file: 'shell.sh', text: SHELL_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },
+  { file: 'shell-boot.sh', text: SHELL_BOOT, check: [resolveTrustedBinary('bash'), '-n'] },
   { file: 'network-probe.sh', text: NETWORK_PROBE_SCRIPT, check: [resolveTrustedBinary('bash'), '-n'] },
   {
     file: 'seccomp.pl',

@@ -6,7 +6,7 @@ import { BadArgumentError, identityOf, isSameProcessAlive, killPid, readProcessS
 import type { ProcessIdentity, ProcessStat } from '@karotte/base';
 import { OutputCapture, TokenScanner } from './output.js';
 import { childrenOf, processStatsOfUid } from './procfs.js';
-import { SHELL_SCRIPT } from './shell-script.js';
+import { SHELL_BOOT, SHELL_SCRIPT } from './shell-script.js';
 import type { World } from './confinement/world.js';
 import { ROOT_ENV, WorldGoneError } from './confinement/world.js';
 
@@ -167,7 +167,7 @@ export class PersistentShell {
       '--noprofile',
       '--norc',
       '-c',
-      SHELL_SCRIPT,
+      SHELL_BOOT,
       'karotte-shell',
       cat,
     ];
@@ -197,6 +197,8 @@ export class PersistentShell {
       this.pending?.wake();
     });
     session.commands.on('error', () => undefined);
+    // The shell's program, before any command: the bootstrap reads it from this channel.
+    session.commands.write(`${SHELL_SCRIPT}\0`);
     child.stdout!.on('data', (chunk: Buffer) => {
       this.onOutput(session, 'stdout', chunk);
     });
@@ -493,10 +495,14 @@ export class PersistentShell {
 
   /**
    * Kill every student process that did not exist when the command started, except the
-   * shell itself and what earlier background jobs fork (a process whose nearest ancestor
+   * shell itself, the command's own shell (the shell's child that runs the command: killing
+   * its foreground job ends the command, as a timeout does in an interactive shell, and its
+   * state is kept) and what earlier background jobs fork (a process whose nearest ancestor
    * that predates the command is such a job): the foreground job and whatever it forked,
-   * orphans included. Repeated until a pass finds none or `budgetMs` is spent, so a fork loop
-   * cannot outrun it (the pids limit bounds it).
+   * orphans included. A command's shell that does not come back (a builtin loop) is replaced
+   * with the whole shell after the grace period; once the shell is gone it is no longer its
+   * child, and the next pass kills it. Repeated until a pass finds none or `budgetMs` is
+   * spent, so a fork loop cannot outrun it (the pids limit bounds it).
    */
   private async killForeground(session: Session, before: Set<string>, budgetMs = 2000): Promise<void> {
     this.findBash(session);
@@ -516,7 +522,11 @@ export class PersistentShell {
         return false;
       };
       const victims = all.filter(
-        (info) => info.pid !== session.bashPid && !predates(info) && !forkedByEarlierJob(info),
+        (info) =>
+          info.pid !== session.bashPid &&
+          info.ppid !== session.bashPid &&
+          !predates(info) &&
+          !forkedByEarlierJob(info),
       );
       if (victims.length === 0) return;
       for (const victim of victims) killPid(victim.pid);

@@ -8,8 +8,8 @@ import { DEFAULT_SANDBOX_STATE_DIR, listLeases } from '@karotte/sandbox';
 import { createEnvironmentClient, type EnvironmentClient } from '@karotte/server';
 import { pidsOfUid } from '../../../test/support/index.js';
 
-export const app = path.resolve(import.meta.dirname, '..');
-export const cli = path.join(app, 'dist', 'cli.js');
+const app = path.resolve(import.meta.dirname, '..');
+const cli = path.join(app, 'dist', 'cli.js');
 export const examples = path.join(app, 'examples');
 
 export interface Served {

@@ -47,8 +47,8 @@ export const serveCommand: Command = {
     if (flags.listen !== undefined && flags.socket !== undefined)
       throw new UsageError('--listen and --socket contradict each other: give at most one');
     const target = listenTarget(flags.listen, flags.socket);
-    const maxEpisodes = positiveInteger('max-episodes', flags['max-episodes'], 4096);
-    const idleTimeoutMs = positiveInteger('idle-timeout-ms', flags['idle-timeout-ms'], 86_400_000);
+    const maxEpisodes = positiveInteger('max-episodes', flags['max-episodes'], 1, 4096);
+    const idleTimeoutMs = positiveInteger('idle-timeout-ms', flags['idle-timeout-ms'], 100, 86_400_000);
     const tokenFile = path.resolve(flags['token-file']!);
     const token = await readToken(tokenFile);
     const tasksDir = path.resolve(flags.tasks!);
@@ -115,10 +115,15 @@ function listenTarget(listen: string | undefined, socket: string | undefined): L
   return { host, port };
 }
 
-function positiveInteger(flag: string, value: string | undefined, max: number): number | undefined {
+function positiveInteger(
+  flag: string,
+  value: string | undefined,
+  min: number,
+  max: number,
+): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d{1,10}$/.test(value) || Number(value) < 1 || Number(value) > max)
-    throw new UsageError(`--${flag} must be an integer from 1 to ${max} (got ${JSON.stringify(value)})`);
+  if (!/^\d{1,10}$/.test(value) || Number(value) < min || Number(value) > max)
+    throw new UsageError(`--${flag} must be an integer from ${min} to ${max} (got ${JSON.stringify(value)})`);
   return Number(value);
 }
 

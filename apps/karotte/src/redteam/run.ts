@@ -10,12 +10,14 @@ import {
   MAX_REPLAY_FILE_BYTES,
   runEpisode,
   type AssistantMessage,
+  type EpisodeProgress,
   type EpisodeResult,
   type Task,
   type WorldFactory,
 } from '@karotte/core';
-import { ATTACKS, type Attack } from './catalog.js';
-import { attackReplay } from './replay.js';
+import type { Attack } from './attack.js';
+import { ATTACKS, appliesTo, missingRequirement, taskLanguages } from './catalog.js';
+import { attackReplay, seedReplay } from './replay.js';
 
 /** One row of the red-team report. */
 /** Invalid input for a red-team run (an unknown attack id, a malformed attacks/*.json). */
@@ -28,7 +30,8 @@ export interface RedteamRow {
   readonly class: string;
   readonly kind: 'control' | 'attack';
   readonly source: 'catalog' | 'task' | 'control';
-  readonly status: EpisodeResult['status'];
+  /** The attack's verdict, or `skipped` when it could not run here (`reason` says why). */
+  readonly status: EpisodeResult['status'] | 'skipped';
   readonly score: number;
   readonly reason: string;
   readonly durationMs: number;
@@ -43,6 +46,24 @@ export interface RedteamRow {
   readonly expected: readonly string[] | null;
   /** Stopped as the attack expects (true when it declares no expectation). */
   readonly asExpected: boolean;
+  /**
+   * A noisy-neighbour attack's honest neighbour (the task's control, run at the same time):
+   * its verdict, which must be the control's own (`passed`, same score, no error).
+   */
+  readonly neighbour?: NeighbourOutcome;
+  /** A cross-episode attack's earlier episode (the control, then the seed that plants the answer). */
+  readonly seed?: { readonly status: EpisodeResult['status']; readonly score: number };
+}
+
+/** What happened to the honest neighbour of a noisy-neighbour attack. */
+interface NeighbourOutcome {
+  readonly status: EpisodeResult['status'];
+  readonly score: number;
+  readonly reason: string;
+  /** Passed with the control's score and no error: unaffected by the attack. */
+  readonly ok: boolean;
+  /** The neighbour was graded before the attack's episode ended (it ran wholly beside the flood). */
+  readonly overlapped: boolean;
 }
 
 /** An attack a task author added as `<task>/attacks/<id>.json`. */
@@ -66,6 +87,12 @@ interface Planned {
   readonly replay: AssistantMessage[];
   readonly parallelSafe: boolean;
   readonly expected: readonly string[] | null;
+  /** Why it cannot run here: its row says so, and nothing runs. */
+  readonly skip?: string;
+  /** A cross-episode attack's earlier episode: the control's tool calls, then the seed's. */
+  readonly seed?: AssistantMessage[];
+  /** Run beside the task's control, which must not be affected. */
+  readonly neighbour?: boolean;
 }
 
 export interface RedteamOptions {
@@ -88,18 +115,25 @@ async function planRedteam(task: Task, only?: readonly string[]): Promise<Planne
   const submission = task.steps[0]!.submission[0]!;
   const planned: Planned[] = [];
   const controlFile = task.dir === undefined ? undefined : path.join(task.dir, 'control.json');
+  let control: AssistantMessage[] | undefined;
   if (controlFile !== undefined && (await exists(controlFile))) {
+    control = await loadReplay(controlFile);
     planned.push({
       id: 'control',
       class: 'control',
       kind: 'control',
       source: 'control',
-      replay: await loadReplay(controlFile),
+      replay: control,
       parallelSafe: true,
       expected: null,
     });
   }
-  for (const attack of ATTACKS) planned.push(fromCatalog(attack, submission));
+  // The attacks of the task's languages; one named in `only` runs whatever its language.
+  const languages = await taskLanguages(task);
+  for (const attack of ATTACKS) {
+    if (only?.includes(attack.id) === true || appliesTo(attack, languages))
+      planned.push(await fromCatalog(attack, submission, control));
+  }
   const attacksDir = task.dir === undefined ? undefined : path.join(task.dir, 'attacks');
   if (attacksDir !== undefined && (await exists(attacksDir))) {
     for (const name of (await fs.readdir(attacksDir)).filter((n) => n.endsWith('.json')).sort()) {
@@ -132,7 +166,17 @@ async function planRedteam(task: Task, only?: readonly string[]): Promise<Planne
   return planned.filter((p) => p.kind === 'control' || only.includes(p.id));
 }
 
-function fromCatalog(attack: Attack, submission: string): Planned {
+async function fromCatalog(
+  attack: Attack,
+  submission: string,
+  control: AssistantMessage[] | undefined,
+): Promise<Planned> {
+  const missing = await missingRequirement(attack);
+  let skip = missing === null ? undefined : `skipped: ${missing}`;
+  if (attack.seed !== undefined && control === undefined) {
+    skip ??=
+      "skipped: a cross-episode attack needs the task's control.json (an honest episode to plant from)";
+  }
   return {
     id: attack.id,
     class: attack.class,
@@ -140,7 +184,12 @@ function fromCatalog(attack: Attack, submission: string): Planned {
     source: 'catalog',
     replay: attackReplay(attack, submission),
     parallelSafe: attack.parallelSafe,
-    expected: attack.expected ?? null,
+    expected: attack.expected === 'any' ? null : attack.expected,
+    ...(skip === undefined ? {} : { skip }),
+    ...(attack.seed === undefined || control === undefined
+      ? {}
+      : { seed: seedReplay(control, attack.seed, submission) }),
+    ...(attack.class === 'noisy-neighbour' ? { neighbour: true } : {}),
   };
 }
 
@@ -155,16 +204,56 @@ export async function runRedteam(options: RedteamOptions): Promise<RedteamRow[]>
   const running = new Set<string>();
   const report = (): void => options.onProgress?.(rows.size, planned.length, [...running]);
 
+  const episode = (
+    replay: AssistantMessage[],
+    dir: string,
+    onProgress?: (event: EpisodeProgress) => void,
+  ): Promise<EpisodeResult> =>
+    runEpisode(options.task, createReplayAgent(replay), {
+      outDir: path.join(outRoot, dir),
+      createWorld: options.createWorld,
+      ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal }),
+      ...(onProgress === undefined ? {} : { onProgress }),
+    });
+  const control = planned.find((p) => p.kind === 'control');
+
   const runOne = async (plan: Planned): Promise<void> => {
     running.add(plan.id);
     report();
-    const result = await runEpisode(options.task, createReplayAgent(plan.replay), {
-      outDir: path.join(outRoot, plan.id),
-      createWorld: options.createWorld,
-      ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal }),
-    });
+    let row: RedteamRow;
+    if (plan.skip !== undefined) row = skippedRow(plan, plan.skip);
+    else if (plan.neighbour === true && control !== undefined) {
+      // The neighbour starts once the attack's first command has finished (its flood is in
+      // place), and is graded while the attack holds it; both teardowns are awaited.
+      let neighbourRun: Promise<{ result: EpisodeResult; gradedAt: number }> | undefined;
+      const startNeighbour = (): void => {
+        let gradedAt = Number.POSITIVE_INFINITY;
+        neighbourRun ??= episode(control.replay, `${plan.id}.neighbour`, (event) => {
+          if (event.type === 'graded') gradedAt = Date.now();
+        }).then((result) => ({ result, gradedAt }));
+      };
+      const result = await episode(plan.replay, plan.id, (event) => {
+        if (event.type === 'tool_result') startNeighbour();
+      });
+      const attackEnded = Date.now();
+      startNeighbour();
+      const neighbour = await neighbourRun!;
+      const controlRow = rows.get(control.id);
+      row = toRow(plan, result, {
+        neighbour: neighbourOutcome(neighbour.result, controlRow, neighbour.gradedAt <= attackEnded),
+      });
+    } else if (plan.seed !== undefined) {
+      const seed = await episode(plan.seed, `${plan.id}.seed`);
+      row = toRow(plan, await episode(plan.replay, plan.id), { seed });
+    } else {
+      const result = await episode(plan.replay, plan.id);
+      row = toRow(
+        plan,
+        result,
+        plan.neighbour === true ? { note: 'no neighbour: the task has no control.json' } : {},
+      );
+    }
     running.delete(plan.id);
-    const row = toRow(plan, result);
     rows.set(plan.id, row);
     options.onResult?.(row, rows.size, planned.length);
     report();
@@ -191,7 +280,49 @@ export async function runRedteam(options: RedteamOptions): Promise<RedteamRow[]>
   return planned.flatMap((p) => rows.get(p.id) ?? []);
 }
 
-function toRow(plan: Planned, result: EpisodeResult): RedteamRow {
+/** What ran beside or before an attack's own episode. */
+interface Companions {
+  readonly neighbour?: NeighbourOutcome;
+  readonly seed?: EpisodeResult;
+  /** Said after the reason. */
+  readonly note?: string;
+}
+
+function neighbourOutcome(
+  result: EpisodeResult,
+  controlRow: RedteamRow | undefined,
+  overlapped: boolean,
+): NeighbourOutcome {
+  const score = controlRow?.status === 'passed' ? controlRow.score : null;
+  const ok =
+    result.status === 'passed' && result.error === null && (score === null || result.score === score);
+  const why =
+    result.error !== null
+      ? `error ${result.error.code}: ${result.error.message}`
+      : result.misbehavior.length > 0
+        ? result.misbehavior.map((m) => m.code).join(', ')
+        : `graded ${result.score}`;
+  return { status: result.status, score: result.score, reason: why, ok, overlapped };
+}
+
+function skippedRow(plan: Planned, reason: string): RedteamRow {
+  return {
+    id: plan.id,
+    class: plan.class,
+    kind: plan.kind,
+    source: plan.source,
+    status: 'skipped',
+    score: 0,
+    reason,
+    durationMs: 0,
+    ok: true,
+    stoppedBy: [],
+    expected: plan.expected,
+    asExpected: true,
+  };
+}
+
+function toRow(plan: Planned, result: EpisodeResult, companions: Companions = {}): RedteamRow {
   const verdict = result.steps.at(-1)?.verdict;
   let reason: string;
   let stoppedBy: string[] = [];
@@ -207,8 +338,22 @@ function toRow(plan: Planned, result: EpisodeResult): RedteamRow {
     reason = `graded ${result.score}`;
   }
   if (plan.kind === 'control' || result.status !== 'failed' || result.score !== 0) stoppedBy = [];
+  const { neighbour, seed } = companions;
+  // Nothing the student does, in the attack's episode or the ones beside and before it, may
+  // turn a run into `error`; a neighbour must end as the control does.
   const ok =
-    plan.kind === 'control' ? result.status === 'passed' : result.status === 'failed' && result.score === 0;
+    plan.kind === 'control'
+      ? result.status === 'passed'
+      : result.status === 'failed' &&
+        result.score === 0 &&
+        (neighbour === undefined || neighbour.ok) &&
+        (seed === undefined || seed.status !== 'error');
+  if (neighbour !== undefined) {
+    reason += `; neighbour ${neighbour.status} ${neighbour.score}${neighbour.ok ? '' : ` (${neighbour.reason})`}`;
+    if (!neighbour.overlapped) reason += ', graded after the attack ended';
+  }
+  if (seed !== undefined) reason += `; seed episode ${seed.status} ${seed.score}`;
+  if (companions.note !== undefined) reason += `; ${companions.note}`;
   const expected = plan.kind === 'control' ? null : plan.expected;
   const asExpected = expected === null ? ok : ok && stoppedBy.some((stopper) => expected.includes(stopper));
   return {
@@ -224,6 +369,8 @@ function toRow(plan: Planned, result: EpisodeResult): RedteamRow {
     stoppedBy,
     expected,
     asExpected,
+    ...(neighbour === undefined ? {} : { neighbour }),
+    ...(seed === undefined ? {} : { seed: { status: seed.status, score: seed.score } }),
   };
 }
 

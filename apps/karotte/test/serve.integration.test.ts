@@ -352,6 +352,35 @@ describe.skipIf(!isRoot && !inCI)('karotte serve over HTTP (Node.js client)', ()
     await client.cancel(episode.episodeId);
   });
 
+  it.each([
+    [
+      'read the answer key by path',
+      `cat ${path.join(examples, 'quarterly-revenue', 'hidden', 'expected_total_cents.txt')} > answer.txt`,
+    ],
+    [
+      'find the answer key',
+      "find / -name 'expected_total_cents*' 2>/dev/null | head -n 1 | xargs -r cat > answer.txt",
+    ],
+    [
+      'symlink the answer key',
+      `ln -s ${path.join(examples, 'quarterly-revenue', 'hidden', 'expected_total_cents.txt')} answer.txt`,
+    ],
+    [
+      'the token file and the served task directory',
+      'cat /proc/1/environ /proc/*/cmdline 2>/dev/null | tr "\\0" " " | grep -o "karotte-test-[a-z0-9]*" | head -n 1 > answer.txt',
+    ],
+    ['a raw TCP connect out', '(exec 3<>/dev/tcp/1.1.1.1/80 && echo reached) > answer.txt 2>&1'],
+    ['a DNS lookup', 'getent hosts example.com > answer.txt 2>&1'],
+  ])('an attack through the protocol scores 0: %s', async (_name, command) => {
+    const { result } = await solve(client, 'quarterly-revenue', [
+      bashMessage('c0', command),
+      { role: 'assistant', content: 'done' },
+    ]);
+    expect(result.status).not.toBe('error');
+    expect(result.reward).toBe(0);
+    expect(result.trainable).toBe(true);
+  });
+
   it('run mode: Karotte drives a model (a scripted chat-completions server) and returns the rollout with token data', async () => {
     const control = replayOf(path.join(examples, 'quarterly-revenue', 'control.json'));
     const calls = control.flatMap(

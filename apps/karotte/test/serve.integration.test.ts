@@ -366,7 +366,7 @@ describe.skipIf(!isRoot && !inCI)('karotte serve over HTTP (Node.js client)', ()
       `ln -s ${path.join(examples, 'quarterly-revenue', 'hidden', 'expected_total_cents.txt')} answer.txt`,
     ],
     [
-      'the token file and the served task directory',
+      'other processes’ environ and cmdline, for the token',
       'cat /proc/1/environ /proc/*/cmdline 2>/dev/null | tr "\\0" " " | grep -o "karotte-test-[a-z0-9]*" | head -n 1 > answer.txt',
     ],
     ['a raw TCP connect out', '(exec 3<>/dev/tcp/1.1.1.1/80 && echo reached) > answer.txt 2>&1'],

@@ -511,18 +511,14 @@ describe.skipIf(!isRoot && !inCI)('karotte serve: capacity, idle episodes, signa
     first.child.kill('SIGKILL');
     await first.stop();
     expect(leasedUids()).toContain(uid);
-    // Other harnesses on this host reclaim dead harnesses' leftovers too (the same recovery,
-    // at their start): when one did before ours, our server has nothing left to name.
-    const stillLeased = leasedUids().includes(uid);
+    // The killed server's world is still there (lease, processes) when the next one starts.
+    // Every harness on the host reclaims dead harnesses' leftovers at its start (`karotte run`
+    // of a test running beside this one too), so which one reclaims it is a race; what must
+    // hold is that it is gone once the next server listens. Ours says so when it was the one.
+    expect(leftoversOfUid(uid).length).toBeGreaterThan(0);
     const second = await startServe();
     try {
       expect(leftoversOfUid(uid)).toEqual([]);
-      // stderr is another pipe than stdout's "listening on": its line may arrive a moment later.
-      const named = new RegExp(`reclaimed \\d+ sandbox\\(es\\).*\\b${uid}\\b`);
-      if (stillLeased)
-        await waitFor(() => named.test(second.stderr()), 5_000, 20).catch(() =>
-          expect(second.stderr()).toMatch(named),
-        );
     } finally {
       expect(await second.stop()).toBe(0);
     }

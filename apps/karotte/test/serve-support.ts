@@ -122,6 +122,14 @@ export function leftoversOfUid(uid: number): string[] {
   return found;
 }
 
+/** The state directories of servers (`karotte-serve-*` under the temporary directory): a SIGKILLed one leaves its own. */
+export function serverStateDirs(): string[] {
+  return fs
+    .readdirSync(os.tmpdir())
+    .filter((name) => /^karotte-serve-[A-Za-z0-9]{6}$/.test(name))
+    .map((name) => path.join(os.tmpdir(), name));
+}
+
 /** Every lease alive now (uids of live sandboxes on the host). */
 export function leasedUids(): number[] {
   return listLeases(DEFAULT_SANDBOX_STATE_DIR).map((lease) => lease.uid);

@@ -15,6 +15,7 @@ import {
   leasedUids,
   leftoversOfUid,
   replayOf,
+  serverStateDirs,
   startServe,
   type Served,
 } from './serve-support.js';
@@ -516,11 +517,16 @@ describe.skipIf(!isRoot && !inCI)('karotte serve: capacity, idle episodes, signa
     // of a test running beside this one too), so which one reclaims it is a race; what must
     // hold is that it is gone once the next server listens. Ours says so when it was the one.
     expect(leftoversOfUid(uid).length).toBeGreaterThan(0);
+    // The killed server could not remove its state directory (transcripts of its episodes).
+    // It is the one holding the episode's directory (another server may be running beside).
+    const killedState = serverStateDirs().filter((dir) => fs.existsSync(path.join(dir, episode.episodeId)));
+    expect(killedState).toHaveLength(1);
     const second = await startServe();
     try {
       expect(leftoversOfUid(uid)).toEqual([]);
     } finally {
       expect(await second.stop()).toBe(0);
+      for (const dir of killedState) fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
@@ -529,7 +535,10 @@ describe.skipIf(!isRoot && !inCI)('karotte serve: capacity, idle episodes, signa
     const dir = fs.mkdtempSync('/var/lib/karotte/karotte-serve-sock-');
     fs.chmodSync(dir, 0o755);
     const socket = path.join(dir, 'serve.sock');
-    const served = await startServe(['--socket', socket]);
+    const served = await startServe(['--socket', socket]).catch((error: unknown) => {
+      fs.rmSync(dir, { recursive: true, force: true });
+      throw error;
+    });
     try {
       expect(served.address).toBe(socket);
       expect(fs.statSync(socket).mode & 0o777).toBe(0o600);

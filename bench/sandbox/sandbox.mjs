@@ -12,7 +12,8 @@ const dist = process.env.KAROTTE_BENCH_DIST
 const { createSandbox } = await import(dist);
 
 const MiB = 1024 * 1024;
-const LIMITS = { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, pidsMax: 128 };
+// nofile 512: 16 sandboxes at once fit this host's file-table budget (admission: pids × nofile).
+const LIMITS = { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, pids: 128, nofile: 512 };
 const runs = Number(process.env.KAROTTE_BENCH_RUNS ?? 7);
 
 function plain(argv) {

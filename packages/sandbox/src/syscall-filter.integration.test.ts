@@ -45,6 +45,7 @@ describe('syscall filter', () => {
       userfaultfd: EPERM,
       bpf: EPERM,
       ptrace: EPERM,
+      pidfd_getfd: EPERM,
       unshare_user: EPERM,
       clone_newns: EPERM,
       mount: EPERM,

@@ -535,7 +535,7 @@ async function runExecutable(
     exited = performance.now();
     launched = { readyAt: spawnedAt + (result.readyMs ?? 0) };
 
-    let stats: CgroupStats = { memoryPeakBytes: null, oomKills: 0, pidsLimitHits: 0 };
+    let stats: CgroupStats = { memoryPeakBytes: null, oomKills: 0, hostOomKills: 0, pidsLimitHits: 0 };
     let readBack = { memoryBytes: resolved.memoryBytes, pids: resolved.pids };
     if (cgroup !== undefined) {
       stats = await cgroup.stats();
@@ -545,6 +545,12 @@ async function runExecutable(
       cgroup = undefined;
       if (!emptied) {
         throw new GraderError('SETUP_FAILED', "the grader's processes survived a cgroup kill (a host fault)");
+      }
+      if (stats.hostOomKills > 0 && stats.oomKills === 0) {
+        throw new GraderError(
+          'SETUP_FAILED',
+          `the kernel's OOM killer killed the grader while it was within its memory limit (the host or a parent cgroup ran out of memory): a host fault, not the grader's`,
+        );
       }
     }
     base = { ...base, limitHits: limitHits(resolved, readBack, result, stats) };

@@ -26,8 +26,10 @@ export interface GraderCgroup {
 export interface CgroupStats {
   /** Peak memory usage in bytes, when the kernel reports it. */
   readonly memoryPeakBytes: number | null;
-  /** Times the kernel's OOM killer fired in the group. */
+  /** Times the kernel's OOM killer fired in the group because the group reached its own limit. */
   readonly oomKills: number;
+  /** OOM kills while the group was within its limit (the host or an ancestor ran out): a host fault. */
+  readonly hostOomKills: number;
   /** Times a fork failed on the process limit. */
   readonly pidsLimitHits: number;
 }

@@ -42,8 +42,12 @@ export async function createLimitsCgroup(options: {
       `grader limits did not read back (memory ${group.limits.memoryBytes}, pids ${group.limits.pids})`,
     );
   }
+  // An OOM kill while the group was within its own limit (`host_oom`: the host or an ancestor
+  // ran out) is the host's fault, never the grader's limit.
   const count = (events: readonly LimitEvent[], limit: LimitEvent['limit']): number =>
-    events.filter((e) => e.limit === limit).reduce((sum, e) => sum + e.count, 0);
+    events.filter((e) => e.limit === limit && e.kind !== 'host_oom').reduce((sum, e) => sum + e.count, 0);
+  const hostOoms = (events: readonly LimitEvent[]): number =>
+    events.filter((e) => e.kind === 'host_oom').reduce((sum, e) => sum + e.count, 0);
   return {
     version: group.backend === 'cgroup-v2' ? 2 : 1,
     launchPrefix: () => group.launchPrefix(),
@@ -57,6 +61,7 @@ export async function createLimitsCgroup(options: {
       return {
         memoryPeakBytes: usage.memoryPeakBytes,
         oomKills: count(events, 'memory'),
+        hostOomKills: hostOoms(events),
         pidsLimitHits: count(events, 'pids'),
       };
     },

@@ -92,6 +92,7 @@ const X86_64 = {
   quotactl_fd: 443,
   set_mempolicy_home_node: 450,
   cachestat: 451,
+  pidfd_getfd: 438,
 } as const;
 
 export type FilteredSyscall = keyof typeof X86_64;
@@ -136,11 +137,12 @@ export const REFUSED_SYSCALLS: ReadonlyMap<FilteredSyscall, Refusal> = new Map([
     'io_uring_register',
   ]),
   ...refuse(EPERM, 'userfaultfd and bpf are kernel attack surface no task needs', ['userfaultfd', 'bpf']),
-  ...refuse(EPERM, 'no process may inspect or write another one’s memory', [
+  ...refuse(EPERM, 'no process may inspect or write another one’s memory, or take its descriptors', [
     'ptrace',
     'process_vm_readv',
     'process_vm_writev',
     'kcmp',
+    'pidfd_getfd',
   ]),
   ...refuse(EPERM, 'mounts and namespaces are the harness’s (user namespaces would give back capabilities)', [
     'mount',

@@ -27,6 +27,9 @@ report('io_uring_setup', syscall(425, 4, $params));
 report('userfaultfd', syscall(323, 0));
 report('bpf', syscall(321, 0, 0, 0));
 report('ptrace', syscall(101, 0, 0, 0, 0));
+# pidfd_getfd(pidfd_open(getppid()), 3): another process's descriptor (the shell's protocol socket).
+my $pidfd = syscall(434, getppid(), 0);
+report('pidfd_getfd', syscall(438, $pidfd < 0 ? 0 : $pidfd, 3, 0));
 report('unshare_user', syscall(272, 0x10000000));
 report('clone_newns', syscall(56, 0x00020000 | 17, 0, 0, 0, 0) );
 my ($source, $target, $fstype) = ('none', '/tmp', 'tmpfs');

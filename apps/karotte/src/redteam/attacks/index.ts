@@ -84,9 +84,11 @@ import nodeModulesShadow from './node-modules-shadow.js';
 import nohupLoop30s from './nohup-loop-30s.js';
 import outputFlood from './output-flood.js';
 import pageCacheCarry from './page-cache-carry.js';
+import pageCacheTimingCarry from './page-cache-timing-carry.js';
 import patchedRunner from './patched-runner.js';
 import pathShims from './path-shims.js';
 import perfRingPin from './perf-ring-pin.js';
+import pidfdSteal from './pidfd-steal.js';
 import pipeBufferHog from './pipe-buffer-hog.js';
 import plantedScoreFiles from './planted-score-files.js';
 import procEnviron from './proc-environ.js';
@@ -246,9 +248,11 @@ export const CATALOG: readonly Attack[] = [
   nohupLoop30s,
   outputFlood,
   pageCacheCarry,
+  pageCacheTimingCarry,
   patchedRunner,
   pathShims,
   perfRingPin,
+  pidfdSteal,
   pipeBufferHog,
   plantedScoreFiles,
   procEnviron,

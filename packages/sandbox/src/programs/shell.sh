@@ -124,6 +124,7 @@ while builtin read -r -d '' -u 3 __karotte_command; do
       builtin umask -p
       builtin alias -p
       builtin shopt -p
+      # shellcheck disable=SC2016 # code for the next restore to run: it must not expand here.
       builtin printf '%s\n' 'builtin eval "$__karotte_deferred"' 'builtin unset -v __karotte_deferred'
       builtin trap -p
     )

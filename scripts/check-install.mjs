@@ -817,6 +817,20 @@ async function checkAll(packages, scratch) {
     const version = fs.existsSync(installed) ? readJson(installed).version : range;
     return `${dep}@${version}`;
   });
+  // The packages' peers (vitest for the `testing` subpaths, optional elsewhere), at the version
+  // the workspace tests them with: a user of a subpath installs its peer too.
+  const ours = new Set(tarballs.map(({ pkg }) => pkg.manifest.name));
+  const peerSpecs = [
+    ...new Set(tarballs.flatMap(({ pkg }) => Object.keys(pkg.manifest.peerDependencies ?? {}))),
+  ]
+    .filter((dep) => !ours.has(dep))
+    .sort()
+    .map((dep) => {
+      const installed = path.join(repoRoot, 'node_modules', dep, 'package.json');
+      if (!fs.existsSync(installed)) throw new Error(`the workspace does not install the peer ${dep}`);
+      return `${dep}@${readJson(installed).version}`;
+    });
+  toolSpecs.push(...peerSpecs);
   writeFile(
     path.join(project, 'package.json'),
     `${JSON.stringify({ name: 'karotte-install-check', version: '0.0.0', private: true, type: 'module' }, null, 2)}\n`,

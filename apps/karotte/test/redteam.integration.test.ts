@@ -84,8 +84,11 @@ describe('karotte redteam', () => {
       expect(attacks.some((row) => row.id.startsWith('c-'))).toBe(false);
       expect(attacks.some((row) => row.id === 'always-equal')).toBe(true);
 
-      // A skip only where the program the attack needs is really missing, and it says so.
-      const skipped = attacks.filter((row) => row.status === 'skipped');
+      // A skip only where the program the attack needs is really missing, or for an open
+      // finding (docs/redteam-catalog.md: it runs with --only, see below), and it says so.
+      const open = attacks.filter((row) => row.reason.startsWith('skipped: an open finding'));
+      expect(open.map((row) => row.id)).toEqual(['page-cache-timing-carry']);
+      const skipped = attacks.filter((row) => row.status === 'skipped' && !open.includes(row));
       for (const row of skipped) expect(row.reason, row.id).toMatch(/^skipped: needs (cc|python3) /);
       if (onHost('cc', 'gcc', 'clang') && onHost('python3')) expect(skipped).toEqual([]);
 
@@ -102,7 +105,9 @@ describe('karotte redteam', () => {
 
       // Cross-episode channels: the earlier episode solved the task honestly (so there was an
       // answer to carry over), and the later one still scored 0.
-      const carried = attacks.filter((row) => row.class === 'cross-episode-channels');
+      const carried = attacks.filter(
+        (row) => row.class === 'cross-episode-channels' && row.status !== 'skipped',
+      );
       expect(carried.length).toBeGreaterThanOrEqual(4);
       for (const row of carried)
         expect(row.seed, row.id).toEqual({ status: 'passed', score: control!.score });
@@ -141,6 +146,17 @@ describe('karotte redteam', () => {
     expect(byId['fifo']).toMatchObject({ status: 'failed', score: 0, ok: true });
     expect(byId['control']).toMatchObject({ status: 'passed', score: 1, ok: true });
   }, 600_000);
+
+  it('an open finding runs when --only names it: the page-cache timing channel still carries the answer (the residual is real)', () => {
+    const r = redteam(path.join(app, 'examples', 'quarterly-revenue'), ['--only', 'page-cache-timing-carry']);
+    const row = r.rows.find((candidate) => candidate.id === 'page-cache-timing-carry');
+    expect(row?.status).not.toBe('skipped');
+    expect(row?.status).not.toBe('error');
+    expect(row?.seed).toEqual({ status: 'passed', score: 1 });
+    // It scores: the channel is open, so the run says so (exit 1).
+    expect(row).toMatchObject({ score: 1, ok: false });
+    expect(r.status).toBe(1);
+  }, 300_000);
 
   it("runs an attack named in --only whatever the task's language, and a task's own attacks/<id>.json", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-redteam-own-'));

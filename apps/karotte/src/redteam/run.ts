@@ -132,7 +132,7 @@ async function planRedteam(task: Task, only?: readonly string[]): Promise<Planne
   const languages = await taskLanguages(task);
   for (const attack of ATTACKS) {
     if (only?.includes(attack.id) === true || appliesTo(attack, languages))
-      planned.push(await fromCatalog(attack, submission, control));
+      planned.push(await fromCatalog(attack, submission, control, only?.includes(attack.id) === true));
   }
   const attacksDir = task.dir === undefined ? undefined : path.join(task.dir, 'attacks');
   if (attacksDir !== undefined && (await exists(attacksDir))) {
@@ -170,9 +170,13 @@ async function fromCatalog(
   attack: Attack,
   submission: string,
   control: AssistantMessage[] | undefined,
+  named: boolean,
 ): Promise<Planned> {
   const missing = await missingRequirement(attack);
   let skip = missing === null ? undefined : `skipped: ${missing}`;
+  if (attack.openFinding !== undefined && !named) {
+    skip ??= `skipped: an open finding (run it with --only ${attack.id}): ${attack.openFinding}`;
+  }
   if (attack.seed !== undefined && control === undefined) {
     skip ??=
       "skipped: a cross-episode attack needs the task's control.json (an honest episode to plant from)";

@@ -13,4 +13,6 @@ export default defineAttack({
   ],
   parallelSafe: false,
   expected: ['graded'],
+  openFinding:
+    'the page cache of host files is shared by every episode and a timed one-byte read tells a cached page from a cold one; no syscall filter can refuse a read (issue #14, the residual page-cache timing channel)',
 });

@@ -1,7 +1,8 @@
 // `karotte validate` and `karotte run` agree on every limit of task.json (issue #13): a limit
 // one past either bound of the published schema is refused by both with exit 2 before anything
-// runs; a limit at either bound validates and runs to a verdict (passed or failed), never to an
-// error. The bounds are read from the published JSON Schema, so the test follows the schema.
+// runs; a limit at either bound validates and, as far as this host can give it, runs to a
+// verdict (passed or failed), never to an error; past what the host can give, run refuses
+// before the episode starts (exit 1, saying what is short), as the contract says. The bounds are read from the published JSON Schema, so the test follows the schema.
 // Real episodes of the quarterly-revenue control, two at a time.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,6 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { taskJsonSchema } from '@karotte/core';
+import { hostCapacity } from '@karotte/limits';
 import { DEFAULT_SANDBOX_STATE_DIR, listLeases } from '@karotte/sandbox';
 import { pidsOfUid } from '../../../test/support/index.js';
 
@@ -37,17 +39,40 @@ function bounds(limit: Limit): { min: number; max: number } {
 }
 
 /**
- * The largest value of `limit` this host can give an episode. The schema's largest disk quota
- * (1 PiB) cannot exist here: the quota image is preallocated, never sparse. So the run takes a
- * quarter of the free space where images go (enough to show no layer has a smaller bound,
- * without starving the other tests on the machine); validate still takes the schema's largest.
- * Every other largest value runs as it is: a memory limit above the host's RAM, a process limit
- * of PID_MAX_LIMIT and a week of wall time are all limits the kernel and the timers take.
+ * The largest value of `limit` this host can give an episode beside the other tests. The
+ * schema's largest disk quota (1 PiB) cannot exist here: the quota image is preallocated, never
+ * sparse, so the run takes a quarter of the free space where images go. The schema's largest
+ * memory (past the host's RAM) and process count (PID_MAX_LIMIT × nofile open files, past the
+ * file table) are more than admission lets one episode reserve (`hostCapacity()`: RAM less the
+ * harness headroom, 80 % of fs.file-max), so the run takes a quarter of that. Either way, enough
+ * to show no layer has a smaller bound, without starving the other tests on the machine;
+ * validate still takes the schema's largest, and a run of it is refused (see below).
  */
 function largestThatFits(limit: Limit, max: number): number {
+  const capacity = hostCapacity();
+  if (limit === 'memoryBytes') return Math.min(max, Math.floor(capacity.memoryBytes / 4 / MiB) * MiB);
+  if (limit === 'pids') return Math.min(max, Math.floor(capacity.files / 4 / 1024)); // nofile 1024
   if (limit !== 'diskBytes') return max;
   const free = fs.statfsSync('/var/lib/karotte'); // @karotte/limits' DEFAULT_IMAGE_DIR
   return Math.min(max, Math.floor((free.bavail * free.bsize) / 4 / MiB) * MiB);
+}
+
+/**
+ * Past what the host can give (validate takes it, the schema allows it): `run` refuses before
+ * the episode starts, exit 1, result.json `error` saying what is short (contract section 2).
+ */
+async function expectHostRefuses(limit: Limit, value: number): Promise<void> {
+  const { task, out } = taskWith(limit, value);
+  expect((await validate(task)).code).toBe(0);
+  const ran = await run(task, out);
+  expect(ran.code, `run ${limit}=${value}: ${ran.stdout}`).toBe(1);
+  const result = JSON.parse(fs.readFileSync(path.join(out, 'result.json'), 'utf8')) as {
+    status: string;
+    error: { code: string; message: string } | null;
+  };
+  expect(result.status).toBe('error');
+  expect(result.error?.code).toBe('CONFINEMENT_UNAVAILABLE');
+  expect(result.error?.message).toContain("lower the task's limits");
 }
 
 /** A copy of the quarterly-revenue task with `limits[limit] = value`. */
@@ -134,6 +159,7 @@ describe('validate and run agree on every limit of task.json', () => {
     await Promise.all([expectRefused(limit, min - 1), expectRefused(limit, above)]);
     const fits = largestThatFits(limit, max);
     if (fits !== max) expect((await validate(taskWith(limit, max).task)).code).toBe(0);
+    if (limit === 'memoryBytes' || limit === 'pids') await expectHostRefuses(limit, max);
     // The two episodes at once: the most this 2-core machine runs side by side.
     await Promise.all([expectVerdict(limit, min), expectVerdict(limit, fits)]);
   });

@@ -148,8 +148,14 @@ describe('karotte redteam', () => {
   }, 600_000);
 
   it('an open finding runs when --only names it: the page-cache timing channel still carries the answer (the residual is real)', () => {
-    const r = redteam(path.join(app, 'examples', 'quarterly-revenue'), ['--only', 'page-cache-timing-carry']);
-    const row = r.rows.find((candidate) => candidate.id === 'page-cache-timing-carry');
+    // A timing channel: on a host busy with other tests a carry can be lost, so it gets three
+    // tries; one carry is the proof.
+    let r = redteam(path.join(app, 'examples', 'quarterly-revenue'), ['--only', 'page-cache-timing-carry']);
+    let row = r.rows.find((candidate) => candidate.id === 'page-cache-timing-carry');
+    for (let attempt = 1; attempt < 3 && row?.score !== 1; attempt += 1) {
+      r = redteam(path.join(app, 'examples', 'quarterly-revenue'), ['--only', 'page-cache-timing-carry']);
+      row = r.rows.find((candidate) => candidate.id === 'page-cache-timing-carry');
+    }
     expect(row?.status).not.toBe('skipped');
     expect(row?.status).not.toBe('error');
     expect(row?.seed).toEqual({ status: 'passed', score: 1 });

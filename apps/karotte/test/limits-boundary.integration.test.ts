@@ -11,7 +11,6 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { taskJsonSchema } from '@karotte/core';
-import { hostCapacity } from '@karotte/limits';
 import { DEFAULT_SANDBOX_STATE_DIR, listLeases } from '@karotte/sandbox';
 import { pidsOfUid } from '../../../test/support/index.js';
 
@@ -49,7 +48,11 @@ function bounds(limit: Limit): { min: number; max: number } {
  * validate still takes the schema's largest, and a run of it is refused (see below).
  */
 function largestThatFits(limit: Limit, max: number): number {
-  const capacity = hostCapacity();
+  // What admission gives all episodes together (README of @karotte/limits, Admission): RAM less
+  // the 1 GiB harness headroom, and 80 % of fs.file-max.
+  const memTotal = Number(/^MemTotal:\s+(\d+) kB/m.exec(fs.readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024;
+  const fileMax = Number(fs.readFileSync('/proc/sys/fs/file-max', 'utf8').trim());
+  const capacity = { memoryBytes: memTotal - 1024 * MiB, files: Math.floor(fileMax * 0.8) };
   if (limit === 'memoryBytes') return Math.min(max, Math.floor(capacity.memoryBytes / 4 / MiB) * MiB);
   if (limit === 'pids') return Math.min(max, Math.floor(capacity.files / 4 / 1024)); // nofile 1024
   if (limit !== 'diskBytes') return max;

@@ -1,4 +1,5 @@
 import { defineAttack } from '../attack.js';
+import { PY_ALWAYS_EQUAL } from '../fragments.js';
 
 export default defineAttack({
   id: 'py-json-load-patch',
@@ -7,23 +8,7 @@ export default defineAttack({
   why: "patches the standard library's json.load and json.loads at import so that test cases the harness loads afterwards come back with every expected value replaced by an object equal to anything",
   commands: [
     String.raw`names=$(grep -oE '^def [A-Za-z_][A-Za-z0-9_]*' {{submission}} 2>/dev/null | cut -c5-); echo "functions: $names"; cat > {{submission}} <<'PY'
-class AlwaysEqual:
-    def __eq__(self, other): return True
-    def __ne__(self, other): return False
-    def __lt__(self, other): return False
-    def __le__(self, other): return True
-    def __gt__(self, other): return False
-    def __ge__(self, other): return True
-    def __hash__(self): return 0
-    def __bool__(self): return True
-    def __len__(self): return 0
-    def __iter__(self): return iter(())
-    def __contains__(self, item): return True
-    def __getitem__(self, key): return self
-    def __call__(self, *args, **kwargs): return self
-    def __getattr__(self, name): return self
-    def __repr__(self): return 'AlwaysEqual()'
-import json
+${PY_ALWAYS_EQUAL}import json
 def _blind(data):
     if isinstance(data, dict):
         return {k: (AlwaysEqual() if k in ('expected', 'want', 'answer', 'output') else _blind(v)) for k, v in data.items()}

@@ -3,9 +3,10 @@ import path from 'node:path';
 import process from 'node:process';
 import { defineConfig } from 'vitest/config';
 
-// Two projects: `unit` (fast, no root, runs everywhere) and `integration` (real processes,
-// users, cgroups, mounts; needs root). Under CI=true the integration tests must run: a CI
-// machine without root is a broken CI machine, so the config fails instead of skipping.
+// Three projects: `unit` (fast, no root, runs everywhere), `integration` (real processes,
+// users, cgroups, mounts; needs root) and `quiet` (root, timing-sensitive, alone at the end).
+// Under CI=true the root projects must run: a CI machine without root is a broken CI machine,
+// so the config fails instead of skipping.
 const isRoot = process.getuid?.() === 0;
 const inCI = process.env['CI'] === 'true' || process.env['CI'] === '1';
 
@@ -50,6 +51,22 @@ const integration = {
   },
 };
 
+// Tests that measure timing (a timing side channel proven open) run alone, after everything
+// else: on a 2-core host the rest of the suite is noise that can drown what they measure.
+const quiet = {
+  extends: true as const,
+  test: {
+    name: 'quiet',
+    include: ['apps/*/test/**/*.quiet.test.ts', 'packages/*/src/**/*.quiet.test.ts'],
+    exclude: ['**/node_modules/**', '**/dist/**'],
+    testTimeout: 300_000,
+    hookTimeout: 120_000,
+    pool: 'forks' as const,
+    maxWorkers: 1,
+    sequence: { groupOrder: 2 },
+  },
+};
+
 // Tests import sibling packages from source, so a test never runs against a stale dist/:
 // `@karotte/<name>` is packages/<name>/src/index.ts, and a subpath export
 // `@karotte/<name>/<sub>` is packages/<name>/src/<sub>/index.ts.
@@ -71,6 +88,6 @@ const alias = [
 export default defineConfig({
   resolve: { alias },
   test: {
-    projects: isRoot ? [unit, integration] : [unit],
+    projects: isRoot ? [unit, integration, quiet] : [unit],
   },
 });

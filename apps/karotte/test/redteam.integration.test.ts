@@ -13,36 +13,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cli, redteam } from './redteam-support.js';
 
 const app = path.resolve(import.meta.dirname, '..');
-const cli = path.join(app, 'dist', 'cli.js');
-
-interface Row {
-  id: string;
-  class: string;
-  kind: string;
-  status: string;
-  score: number;
-  reason: string;
-  ok: boolean;
-  asExpected: boolean;
-  expected: string[] | null;
-  neighbour?: { status: string; score: number; ok: boolean; overlapped: boolean; reason: string };
-  seed?: { status: string; score: number };
-}
-
-function redteam(
-  task: string,
-  extra: string[] = [],
-): { status: number | null; rows: Row[]; ok: boolean; stderr: string } {
-  const child = spawnSync(process.execPath, [cli, 'redteam', '--task', task, '--json', ...extra], {
-    encoding: 'utf8',
-    timeout: 1_200_000,
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  const report = JSON.parse(child.stdout) as { ok: boolean; rows: Row[] };
-  return { status: child.status, rows: report.rows, ok: report.ok, stderr: child.stderr };
-}
 
 /** A program in the student's view of the host (the sandbox shows the host's /usr). */
 const onHost = (...names: string[]): boolean =>
@@ -146,23 +119,6 @@ describe('karotte redteam', () => {
     expect(byId['fifo']).toMatchObject({ status: 'failed', score: 0, ok: true });
     expect(byId['control']).toMatchObject({ status: 'passed', score: 1, ok: true });
   }, 600_000);
-
-  it('an open finding runs when --only names it: the page-cache timing channel still carries the answer (the residual is real)', () => {
-    // A timing channel: on a host busy with other tests a carry can be lost, so it gets three
-    // tries; one carry is the proof.
-    let r = redteam(path.join(app, 'examples', 'quarterly-revenue'), ['--only', 'page-cache-timing-carry']);
-    let row = r.rows.find((candidate) => candidate.id === 'page-cache-timing-carry');
-    for (let attempt = 1; attempt < 3 && row?.score !== 1; attempt += 1) {
-      r = redteam(path.join(app, 'examples', 'quarterly-revenue'), ['--only', 'page-cache-timing-carry']);
-      row = r.rows.find((candidate) => candidate.id === 'page-cache-timing-carry');
-    }
-    expect(row?.status).not.toBe('skipped');
-    expect(row?.status).not.toBe('error');
-    expect(row?.seed).toEqual({ status: 'passed', score: 1 });
-    // It scores: the channel is open, so the run says so (exit 1).
-    expect(row).toMatchObject({ score: 1, ok: false });
-    expect(r.status).toBe(1);
-  }, 300_000);
 
   it("runs an attack named in --only whatever the task's language, and a task's own attacks/<id>.json", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-redteam-own-'));

@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -158,6 +159,47 @@ describe('reclaim (real uid, real files)', () => {
     // The mount point itself is never removed.
     expect(fs.statSync(mnt).isDirectory()).toBe(true);
   });
+
+  it('is not fooled by mounts that come and go under its roots while it sweeps (other episodes mount their worlds)', async () => {
+    // Seen in CI: an honest episode's sweep of the host's RAM-backed mounts ended UNRECLAIMABLE
+    // ("changed during sweep") because a neighbour's sandbox mounted or unmounted a directory
+    // between the sweep's lstat and its open. A root-owned directory that becomes a mount point
+    // is nobody's trick; the sweep must see the mount and go on.
+    const { base, uid } = setup();
+    const points = Array.from({ length: 8 }, (_, i) => path.join(base, `mount-${i}`));
+    for (const point of points) fs.mkdirSync(point);
+    const churn = spawn(
+      '/bin/sh',
+      [
+        '-c',
+        'end=$(($(date +%s) + 4)); while [ "$(date +%s)" -lt "$end" ]; do for p in "$@"; do ' +
+          '/usr/bin/mount -t tmpfs -o size=1m karotte-reclaim-churn "$p" && /usr/bin/umount -l "$p"; done; done',
+        'churn',
+        ...points,
+      ],
+      { stdio: 'ignore' },
+    );
+    const exited = new Promise<void>((resolve) => {
+      churn.once('exit', () => {
+        resolve();
+      });
+    });
+    cleanups.push(async () => {
+      churn.kill('SIGKILL');
+      await exited;
+      // Until none is left: a mount can sit on another when an unmount was refused.
+      for (const point of points)
+        for (let i = 0; i < 100 && spawnSync('/usr/bin/umount', ['-l', point]).status === 0; i += 1);
+    });
+    let running = true;
+    void exited.then(() => {
+      running = false;
+    });
+    const results = [];
+    while (running) results.push(await reclaim(uid, { roots: [base] }));
+    expect(results.length).toBeGreaterThan(20);
+    expect(results.filter((result) => !result.complete).map((result) => result.failed)).toEqual([]);
+  }, 30_000);
 
   it('detects a bind mount of the same filesystem by its mount id', async () => {
     const { work, precious, uid } = setup();

@@ -311,9 +311,21 @@ export async function reclaim(uid: number, options: ReclaimOptions): Promise<Rec
         }
         const childStats = fs.fstatSync(childFd, { bigint: true });
         if (childStats.dev !== stats.dev || childStats.ino !== stats.ino) {
-          closeQuietly(childFd);
-          fail(childPath, 'changed during sweep');
-          continue;
+          // What was looked at is not what was opened. A mount made or removed on that name in
+          // between (another episode setting up or tearing down its world) does this with no
+          // trick involved: look again, and go on when the name now shows what is open.
+          let again: fs.BigIntStats | undefined;
+          try {
+            again = lstatAt(top.fd, entry.name);
+          } catch {
+            again = undefined;
+          }
+          if (again === undefined || again.dev !== childStats.dev || again.ino !== childStats.ino) {
+            closeQuietly(childFd);
+            fail(childPath, 'changed during sweep');
+            continue;
+          }
+          stats = again;
         }
         if (stack.some((frame) => frame.dev === childStats.dev && frame.ino === childStats.ino)) {
           closeQuietly(childFd); // a bind mount looping back to an ancestor
@@ -348,7 +360,8 @@ export async function reclaim(uid: number, options: ReclaimOptions): Promise<Rec
           index: 0,
           more: listing.overflow,
           removedInBatch: 0,
-          removable: owned && !isMountPoint && !leadsToExclude(childPath),
+          // Owner read from the open directory itself: what will be emptied and removed.
+          removable: Number(childStats.uid) === uid && !isMountPoint && !leadsToExclude(childPath),
         });
         // Keep at most FD_WINDOW descriptors open along the path.
         const old = stack[stack.length - 1 - FD_WINDOW];

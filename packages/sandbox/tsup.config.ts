@@ -2,7 +2,7 @@ import { defineConfig } from 'tsup';
 import { rawText } from '../../scripts/tsup-raw-text.mjs';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', confinement: 'src/confinement/index.ts' },
+  entry: { index: 'src/index.ts', confinement: 'src/confinement/index.ts', image: 'src/image/index.ts' },
   format: ['esm'],
   dts: true,
   sourcemap: true,

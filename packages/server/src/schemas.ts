@@ -288,6 +288,8 @@ export const capabilitiesSchema = z
     maxEpisodes: z.number().int(),
     maxGroupSize: z.number().int(),
     idleTimeoutMs: z.number().int(),
+    /** Where the other protocols are: OpenEnv's WebSocket and each episode's MCP server (contract section 15). */
+    endpoints: z.object({ openenv: z.string(), mcp: z.string() }).strict(),
   })
   .strict()
   .meta({ title: 'Capabilities' });

@@ -19,7 +19,9 @@ import {
 import { ServerError } from './errors.js';
 import { worldFingerprint } from './fingerprint.js';
 import { authorized, digestToken, HttpProblem, parseBody, readBody, sendJson, sendProblem } from './http.js';
+import { createMcpEndpoint } from './mcp.js';
 import { openApiDocument } from './openapi.js';
+import { createOpenEnvEndpoint } from './openenv.js';
 import {
   createEpisodeRequestSchema,
   createGroupRequestSchema,
@@ -57,6 +59,13 @@ export const environmentServerOptionsSchema = z
     stateDir: z.string().min(1).optional(),
     /** More host paths every student must never reach (the token file, the socket's directory). @default [] */
     hiddenPaths: z.array(z.string().min(1)).default([]),
+    /**
+     * How long an episode whose OpenEnv connection broke waits for a reset with its episodeId
+     * before it is cancelled, in milliseconds (never longer than `idleTimeoutMs`). @default 30000
+     */
+    reconnectGraceMs: z.number().int().min(0).max(86_400_000).default(30_000),
+    /** OpenEnv WebSocket connections open at once; past it an upgrade is a 503. @default 4 x maxEpisodes + 16 */
+    maxConnections: z.number().int().min(1).max(65_536).optional(),
   })
   .strict();
 
@@ -118,6 +127,36 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
   let reserved = 0;
   let closing: Promise<void> | undefined;
   let listening = false;
+  const reconnectGraceMs = Math.min(parsed.reconnectGraceMs, parsed.idleTimeoutMs);
+  const mcp = createMcpEndpoint({ maxBodyBytes: parsed.maxBodyBytes });
+  const openEnv = createOpenEnvEndpoint(
+    {
+      token: parsed.token,
+      maxPayloadBytes: parsed.maxBodyBytes,
+      maxConnections: parsed.maxConnections ?? parsed.maxEpisodes * 4 + 16,
+      heartbeatMs: 15_000,
+      idleTimeoutMs: parsed.idleTimeoutMs,
+    },
+    {
+      get taskIds() {
+        return [...tasks.keys()];
+      },
+      async create(body) {
+        const [created] = await createMembers(body, 1, null);
+        return { session: live.get(created!.episodeId)!, created: created! };
+      },
+      live(episodeId) {
+        const session = live.get(episodeId);
+        return session === undefined || session.finished ? undefined : session;
+      },
+      async finish(session) {
+        const result = await session.finish();
+        await retire(session, false);
+        return result;
+      },
+      cancel: (session) => retire(session, true),
+    },
+  );
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -129,11 +168,26 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
   server.headersTimeout = 10_000;
   server.requestTimeout = 60_000;
   server.keepAliveTimeout = 5_000;
+  server.on('upgrade', (req: http.IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => {
+    if (openEnv.handleUpgrade(req, socket, head)) return;
+    socket.on('error', () => undefined);
+    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+  });
 
   const sweep = setInterval(
     () => {
       const now = Date.now();
       for (const session of live.values()) {
+        if (
+          session.detachedSinceMs !== undefined &&
+          !session.busy &&
+          !session.finished &&
+          now - Math.max(session.lastTouchedMs, session.detachedSinceMs) > reconnectGraceMs
+        ) {
+          session.emit('openenv_detached_timeout', { reconnectGraceMs });
+          void retire(session, true);
+          continue;
+        }
         if (
           session.episode !== undefined &&
           !session.busy &&
@@ -145,7 +199,10 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
         }
       }
     },
-    Math.max(50, Math.min(Math.floor(parsed.idleTimeoutMs / 4), 5_000)),
+    Math.max(
+      50,
+      Math.min(Math.floor(Math.min(parsed.idleTimeoutMs, Math.max(reconnectGraceMs, 200)) / 4), 5_000),
+    ),
   );
   sweep.unref();
 
@@ -156,6 +213,7 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
   }
 
   async function retire(session: Session, cancel: boolean): Promise<void> {
+    mcp.closeEpisode(session.id);
     try {
       await (cancel ? session.cancel() : session.finish());
     } catch {
@@ -275,6 +333,10 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    if (req.url?.startsWith('/openenv/') === true) {
+      openEnvHttp(req, res);
+      return;
+    }
     if (!authorized(req, tokenDigest)) {
       req.resume();
       throw new HttpProblem(
@@ -300,6 +362,7 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
           maxEpisodes: parsed.maxEpisodes,
           maxGroupSize: MAX_GROUP_SIZE,
           idleTimeoutMs: parsed.idleTimeoutMs,
+          endpoints: { openenv: '/openenv/{token}/ws', mcp: '/v1/episodes/{id}/mcp' },
         });
         return;
       }
@@ -363,6 +426,12 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
         res.writeHead(204).end();
         return;
       }
+      case 'POST /v1/episodes/{id}/mcp':
+      case 'GET /v1/episodes/{id}/mcp':
+      case 'DELETE /v1/episodes/{id}/mcp': {
+        await mcp.handle(sessionOf(parts[2]!), req, res);
+        return;
+      }
       case 'GET /v1/episodes/{id}/events': {
         streamEvents(sessionOf(parts[2]!), req, res, url);
         return;
@@ -371,6 +440,26 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
         req.resume();
         throw new HttpProblem(404, 'NOT_FOUND', `no route ${method} ${url.pathname}`);
     }
+  }
+
+  /**
+   * Plain HTTP under `/openenv/<token>/`: `GET …/health` (what OpenEnv's providers poll), and
+   * 426 for `…/ws` without an upgrade. The path's token stands for the bearer token.
+   */
+  function openEnvHttp(req: http.IncomingMessage, res: http.ServerResponse): void {
+    req.resume();
+    const parts = new URL(req.url ?? '/', 'http://karotte.invalid').pathname.split('/');
+    if (parts.length !== 4 || !openEnv.tokenMatches(parts[2]!))
+      throw new HttpProblem(401, 'UNAUTHORIZED', 'the token in the path is not the server’s');
+    if (req.method === 'GET' && parts[3] === 'health') {
+      sendJson(res, 200, { status: 'healthy' });
+      return;
+    }
+    if (parts[3] === 'ws')
+      throw new HttpProblem(426, 'UPGRADE_REQUIRED', 'this endpoint speaks WebSocket', undefined, {
+        upgrade: 'websocket',
+      });
+    throw new HttpProblem(404, 'NOT_FOUND', `no route ${req.method ?? 'GET'} /openenv/<token>/${parts[3]!}`);
   }
 
   function streamEvents(
@@ -450,6 +539,7 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
     close() {
       closing ??= (async () => {
         clearInterval(sweep);
+        openEnv.close();
         const stopped = new Promise<void>((resolve) => {
           if (!server.listening) resolve();
           else
@@ -459,6 +549,7 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
         });
         server.closeIdleConnections();
         await Promise.all([...live.values()].map((session) => retire(session, true)));
+        await mcp.close();
         server.closeAllConnections();
         await stopped;
         if (ownState) await fs.rm(stateDir, { recursive: true, force: true });

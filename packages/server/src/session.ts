@@ -80,6 +80,13 @@ export class Session {
   private readonly listeners = new Set<(event: ServedEvent | null) => void>();
   lastTouchedMs = Date.now();
   finished = false;
+  /** The OpenEnv connection driving the episode now, if any (one at a time). */
+  driver: object | undefined;
+  /**
+   * When the OpenEnv connection that drove it broke (epoch ms): the episode waits that long
+   * plus the reconnect grace for a reset with its episodeId, then is cancelled and torn down.
+   */
+  detachedSinceMs: number | undefined;
 
   constructor(readonly init: SessionInit) {}
 
@@ -94,6 +101,24 @@ export class Session {
 
   touch(): void {
     this.lastTouchedMs = Date.now();
+  }
+
+  /** True when the episode takes no more turns (done, finishing or finished). */
+  get isDone(): boolean {
+    return this.ended || this.finished || this.finishing !== undefined;
+  }
+
+  /** Turns taken so far (OpenEnv's `step_count`). */
+  get turnsTaken(): number {
+    return this.turnCount;
+  }
+
+  /** What is left of the current step's budgets: turns and wall time. */
+  remaining(): { turns: number; timeMs: number } | null {
+    const episode = this.episode;
+    if (episode === undefined || this.finished || this.ended) return null;
+    const { turns, timeMs } = episode.turnRequest().remaining;
+    return { turns, timeMs };
   }
 
   /** The episode's progress as events (give it to the episode's `onProgress`). */

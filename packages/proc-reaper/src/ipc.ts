@@ -67,7 +67,8 @@ const IPCRM_FLAG: Record<SysvKind, string> = { shm: '-m', sem: '-s', msg: '-q' }
 const IDS_PER_CALL = 500;
 
 /** Result of one trusted command. */
-interface CommandResult {
+/** What a trusted command printed and how it ended. */
+export interface CommandResult {
   readonly exitCode: number | null;
   readonly signal: string | null;
   readonly stdout: Buffer;
@@ -78,7 +79,8 @@ interface CommandResult {
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 
 /** Run a trusted binary with an empty environment, bounded output and a bounded wait. */
-function runCommand(argv: readonly string[], timeoutMs: number): Promise<CommandResult> {
+/** Run a trusted command with an empty environment, bounded in time and output. */
+export function runCommand(argv: readonly string[], timeoutMs: number): Promise<CommandResult> {
   const [file, ...args] = argv;
   return new Promise((resolve, reject) => {
     const child = spawn(file!, args, { env: {}, stdio: ['ignore', 'pipe', 'pipe'], cwd: '/' });

@@ -5,18 +5,23 @@ import fs from 'node:fs';
 import { resolveTrustedBinary } from '@karotte/base';
 import { describe, expect, it } from 'vitest';
 import { IN_COHORT_SCRIPT } from './in-cohort.js';
+import keysScript from './programs/keys.pl?raw';
 import mqueueScript from './programs/mqueue.sh?raw';
 
 const programs = [
   { file: 'in-cohort.sh', text: IN_COHORT_SCRIPT, shell: 'sh' },
   { file: 'mqueue.sh', text: mqueueScript, shell: 'sh' },
+  { file: 'keys.pl', text: keysScript, shell: 'perl' },
 ];
 
 describe('programs', () => {
   it.each(programs)('$file is imported as it is and parses in $shell', ({ file, text, shell }) => {
     expect(text).toBe(fs.readFileSync(new URL(`programs/${file}`, import.meta.url), 'utf8'));
-    const check = spawnSync(resolveTrustedBinary(shell), ['-n'], { input: text, encoding: 'utf8' });
-    expect(check.stderr).toBe('');
+    const check = spawnSync(resolveTrustedBinary(shell), shell === 'perl' ? ['-c', '-'] : ['-n'], {
+      input: text,
+      encoding: 'utf8',
+    });
+    expect(check.stderr).toBe(shell === 'perl' ? '- syntax OK\n' : '');
     expect(check.status).toBe(0);
   });
 });

@@ -1,7 +1,8 @@
 // reclaimLeftovers(): after reap(), remove what outlives processes. SysV objects by CREATOR
 // (the owner can be rewritten with IPC_SET, the creator cannot), POSIX message queues by
 // owner, RAM-backed files of the uid in tmpfs/ramfs mounts (through file-guard's link-safe
-// reclaim), then list again: whatever is still there is reported, never ignored.
+// reclaim), the uid's kernel keyrings emptied (see keys.ts), then list again: whatever is
+// still there is reported, never ignored.
 import { readFileSync } from 'node:fs';
 import { parseMountInfo } from '@karotte/base';
 import type { MisbehaviorRecord } from '@karotte/base';
@@ -17,6 +18,7 @@ import { reclaim as reclaimFiles } from '@karotte/file-guard';
 import { z } from 'zod';
 import { ProcReaperError } from './errors.js';
 import { listSysvByCreator, removeSysv, sweepMqueues } from './ipc.js';
+import { sweepKeys } from './keys.js';
 
 const count = z.number().int().nonnegative();
 const absolutePath = z.string().refine((value) => value.startsWith('/') && !value.includes('\0'), {
@@ -42,6 +44,13 @@ export const reclaimLeftoversOptionsSchema = z
      * @default true
      */
     ramFiles: z.boolean().default(true),
+    /**
+     * Empty the uid's kernel keyrings (user, user-session, persistent) and prove, from
+     * /proc/key-users, that no other key of the uid is left. Nothing runs when the uid owns no
+     * key.
+     * @default true
+     */
+    keys: z.boolean().default(true),
     /**
      * Roots swept for RAM-backed files.
      * @default every read-write tmpfs and ramfs mount point in /proc/self/mountinfo
@@ -105,6 +114,17 @@ export const reclaimRecordSchema = z
       })
       .strict()
       .nullable(),
+    keys: z
+      .object({
+        /** The uid's keyrings that were emptied (none when it owned no key). */
+        cleared: z.array(z.string()),
+        /** Keyrings that could not be emptied, with the reason. */
+        failed: z.array(z.string()),
+        /** Keys of the uid still alive besides its emptied keyrings. */
+        left: count,
+      })
+      .strict()
+      .nullable(),
     /** Every step that ran left nothing of the uid behind. */
     complete: z.boolean(),
     durationMs: z.number().nonnegative(),
@@ -131,8 +151,8 @@ export function ramMountPoints(mountinfo: string): string[] {
 
 /**
  * Remove what the uid's processes left behind that outlives them: SysV shared memory,
- * semaphores and message queues it created, POSIX message queues it owns, and its files in
- * RAM-backed filesystems. Run it after {@link reap} confirmed emptiness (a live process could
+ * semaphores and message queues it created, POSIX message queues it owns, its files in
+ * RAM-backed filesystems, and its kernel keys. Run it after {@link reap} confirmed emptiness (a live process could
  * create new objects while it runs). Only objects visible from this process's IPC and mount
  * namespaces are seen; a private IPC namespace of the sandbox dies with its last process.
  *
@@ -238,6 +258,23 @@ export async function reclaimLeftovers(
     }
   }
 
+  let keys: ReclaimRecord['keys'] = null;
+  if (parsed.keys) {
+    checkAbort();
+    const swept = await sweepKeys(
+      { setpriv: resolveTrustedBinary('setpriv'), perl: resolveTrustedBinary('perl') },
+      uid,
+      parsed.timeoutMs,
+    );
+    keys = { cleared: swept.cleared, failed: swept.failed.slice(0, MAX_LISTED), left: swept.left };
+    if (swept.failed.length > 0)
+      reasons.push(`keyrings of uid ${uid} could not be emptied (${swept.failed.join(', ')})`);
+    if (swept.left > 0)
+      reasons.push(
+        `${swept.left} kernel key(s) of uid ${uid} are left, linked from keyrings it does not own`,
+      );
+  }
+
   const misbehavior: MisbehaviorRecord[] =
     reasons.length === 0 ? [] : [createMisbehavior('UNRECLAIMABLE', reasons.join('; '))];
   return {
@@ -245,6 +282,7 @@ export async function reclaimLeftovers(
     sysv,
     posixMqueues,
     ramFiles,
+    keys,
     complete: reasons.length === 0,
     durationMs: Date.now() - start,
     misbehavior,

@@ -1,29 +1,44 @@
-import { KarotteError } from '@karotte/base';
-import type { ErrorKind } from '@karotte/base';
+import { defineKarotteError } from '@karotte/base';
+
+/** Codes of the errors `@karotte/dispatch` raises, and their kinds. */
+const DISPATCH_ERROR_CODES = {
+  /** A job payload fails its schema or is larger than {@link MAX_PAYLOAD_BYTES}; `field` names it. */
+  INVALID_PAYLOAD: 'bad_argument',
+  /** The worker's task directory is unreadable or two tasks share an id; `field` names the task. */
+  INVALID_TASKS: 'bad_argument',
+  /** A Redis URL that is not `redis://host:port[/db]`, or one that carries a password. */
+  INVALID_REDIS_URL: 'bad_argument',
+  /** Redis could not be reached, or a command on it failed. */
+  REDIS_UNAVAILABLE: 'system',
+  /** Leftovers of an earlier worker on this host could not be reclaimed: no job is taken. */
+  LEFTOVERS_UNRECLAIMABLE: 'system',
+  /** The host's startup check found a defense weaker than required: no job is taken. */
+  HOST_UNFIT: 'system',
+  /** `start()` twice, `submit()` after `close()` (a caller bug). */
+  DISPATCH_STATE: 'bad_argument',
+  /** An attempt stopped because its lock was lost (or may be): it holds no result; the job runs again. */
+  LOCK_LOST: 'system',
+  /** An episode ended in `error` (a host fault): thrown so BullMQ retries it. */
+  HOST_FAULT: 'system',
+  /** The caller's `abortSignal` fired first. */
+  ABORTED: 'system',
+} as const;
+
+/** Codes of the errors `@karotte/dispatch` raises. */
+export type DispatchErrorCode = keyof typeof DISPATCH_ERROR_CODES;
 
 /**
- * Codes of the errors `@karotte/dispatch` throws: a closed union, never reworded once
- * published. Expected outcomes (a limit hit, a refused file, a timeout) are never errors: they
- * are data in the results. Caller mistakes are `BadArgumentError` from `@karotte/base`.
- *
- * - `ABORTED`: the caller's `abortSignal` fired before the work was done.
+ * An error of `@karotte/dispatch`: a caller mistake, a host fault or Redis being away, never
+ * something a student did. Recognise it with `DispatchError.isInstance(error)`.
  */
-export type DispatchErrorCode = 'ABORTED';
+export class DispatchError extends defineKarotteError({
+  name: 'DispatchError',
+  codes: DISPATCH_ERROR_CODES,
+}) {
+  readonly field: string | undefined;
 
-const KINDS: Record<DispatchErrorCode, ErrorKind> = {
-  ABORTED: 'system',
-};
-
-/** An error of `@karotte/dispatch`: a harness or host fault, never student misbehavior. */
-export class DispatchError extends KarotteError<DispatchErrorCode> {
-  override readonly name = 'DispatchError';
-
-  constructor(code: DispatchErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super({ code, kind: KINDS[code], message, cause: options.cause });
+  constructor(code: DispatchErrorCode, message: string, options: { field?: string; cause?: unknown } = {}) {
+    super(code, message, { cause: options.cause });
+    this.field = options.field;
   }
-}
-
-/** True for a {@link DispatchError}, whichever installed copy of the package created it. */
-export function isDispatchError(value: unknown): value is DispatchError {
-  return KarotteError.isInstance(value) && value.name === 'DispatchError';
 }

@@ -1,5 +1,4 @@
-import { defineConfig } from 'tsup';
-import { rawText } from '../../scripts/tsup-raw-text.mjs';
+import { build, defineConfig } from 'tsup';
 
 export default defineConfig({
   entry: ['src/index.ts'],
@@ -8,6 +7,23 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   target: 'node22',
-  // `./programs/x.sh?raw` imports: the file's text, inlined into the bundle.
-  esbuildPlugins: [rawText()],
+  // The page's script, one minified browser bundle (Preact and htm inside), built once the
+  // clean build of the module is done: dist/client.js, read by the server and the export.
+  async onSuccess() {
+    await build({
+      entry: { client: 'src/client/main.ts' },
+      outDir: 'dist',
+      format: ['iife'],
+      platform: 'browser',
+      target: ['chrome120', 'firefox120', 'safari17'],
+      minify: true,
+      sourcemap: false,
+      dts: false,
+      clean: false,
+      silent: true,
+      noExternal: [/.*/],
+      outExtension: () => ({ js: '.js' }),
+      config: false,
+    });
+  },
 });

@@ -8,6 +8,7 @@ import { runCommand } from './commands/run.js';
 import { serveCommand } from './commands/serve.js';
 import { submitCommand } from './commands/submit.js';
 import { validateCommand } from './commands/validate.js';
+import { viewCommand } from './commands/view.js';
 import { workerCommand } from './commands/worker.js';
 
 /** The commands of the contract (docs/contract.md of the repository). */
@@ -19,6 +20,7 @@ export const commands: Readonly<Record<string, Command>> = Object.freeze({
   demo: demoCommand,
   redteam: redteamCommand,
   serve: serveCommand,
+  view: viewCommand,
   worker: workerCommand,
   submit: submitCommand,
   results: resultsCommand,

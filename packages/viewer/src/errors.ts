@@ -1,29 +1,29 @@
-import { KarotteError } from '@karotte/base';
-import type { ErrorKind } from '@karotte/base';
+import { defineKarotteError } from '@karotte/base';
+
+/** Codes of the errors `@karotte/viewer` raises, and their kinds. */
+const VIEWER_ERROR_CODES = {
+  /** The options are invalid (no directory given, a directory that is not one, a non-loopback host); `field` names it. */
+  INVALID_OPTIONS: 'bad_argument',
+  /** The page's script bundle is not beside the module: the package was not built (`pnpm build`). */
+  BUNDLE_MISSING: 'internal',
+  /** The server could not listen (the port is taken, the address is not this machine's). */
+  LISTEN_FAILED: 'system',
+  /** `listen()` used twice, or after `close()` (a caller bug). */
+  SERVER_STATE: 'bad_argument',
+} as const;
+
+/** Codes of the errors `@karotte/viewer` raises. */
+export type ViewerErrorCode = keyof typeof VIEWER_ERROR_CODES;
 
 /**
- * Codes of the errors `@karotte/viewer` throws: a closed union, never reworded once
- * published. Expected outcomes (a limit hit, a refused file, a timeout) are never errors: they
- * are data in the results. Caller mistakes are `BadArgumentError` from `@karotte/base`.
- *
- * - `ABORTED`: the caller's `abortSignal` fired before the work was done.
+ * An error of `@karotte/viewer`. A run directory that cannot be read is never an error: it is
+ * listed with its problems. Recognise it with `ViewerError.isInstance(error)`.
  */
-export type ViewerErrorCode = 'ABORTED';
+export class ViewerError extends defineKarotteError({ name: 'ViewerError', codes: VIEWER_ERROR_CODES }) {
+  readonly field: string | undefined;
 
-const KINDS: Record<ViewerErrorCode, ErrorKind> = {
-  ABORTED: 'system',
-};
-
-/** An error of `@karotte/viewer`: a harness or host fault, never student misbehavior. */
-export class ViewerError extends KarotteError<ViewerErrorCode> {
-  override readonly name = 'ViewerError';
-
-  constructor(code: ViewerErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super({ code, kind: KINDS[code], message, cause: options.cause });
+  constructor(code: ViewerErrorCode, message: string, options: { field?: string; cause?: unknown } = {}) {
+    super(code, message, { cause: options.cause });
+    this.field = options.field;
   }
-}
-
-/** True for a {@link ViewerError}, whichever installed copy of the package created it. */
-export function isViewerError(value: unknown): value is ViewerError {
-  return KarotteError.isInstance(value) && value.name === 'ViewerError';
 }

@@ -213,12 +213,13 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
   }
 
   async function retire(session: Session, cancel: boolean): Promise<void> {
-    mcp.closeEpisode(session.id);
     try {
       await (cancel ? session.cancel() : session.finish());
     } catch {
       // The episode recorded its own fault; the session still goes.
     }
+    // After the episode ended: a tools/call in flight gets its answer first.
+    mcp.closeEpisode(session.id);
     live.delete(session.id);
     finished.set(session.id, session);
     while (finished.size > MAX_FINISHED_KEPT) {

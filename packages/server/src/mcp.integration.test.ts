@@ -1,0 +1,316 @@
+// The MCP endpoint of an episode (contract section 15) driven by the official TypeScript SDK's
+// Client over its StreamableHTTPClientTransport, against a real server: real sandboxes as the
+// student, real graders. Needs root.
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createEnvironmentClient, type EnvironmentClient } from './client.js';
+import { MCP_CALL_ID_META } from './mcp.js';
+import {
+  eventually,
+  examples,
+  leftovers,
+  replayOf,
+  sandboxIdOfUid,
+  startTestServer,
+  type TestServer,
+} from './protocols.test-support.js';
+
+const isRoot = process.getuid?.() === 0;
+const inCI = process.env['CI'] === 'true';
+if (!isRoot && !inCI) console.log('[karotte] MCP integration tests skipped: they need root (real sandboxes)');
+
+const KEY = path.join(examples, 'quarterly-revenue', 'hidden', 'expected_total_cents.txt');
+
+interface TextResult {
+  content: { type: string; text: string }[];
+  isError?: boolean;
+  _meta?: Record<string, unknown>;
+}
+
+describe.skipIf(!isRoot && !inCI)('the MCP endpoint of an episode', () => {
+  let t: TestServer;
+  let http1: EnvironmentClient;
+  beforeAll(async () => {
+    t = await startTestServer({ maxEpisodes: 4 });
+    http1 = createEnvironmentClient({ baseUrl: `http://${t.address}`, token: t.token });
+  });
+  afterAll(async () => {
+    await t.stop();
+    expect(t.server.liveEpisodes).toBe(0);
+  });
+
+  function transportOf(
+    episodeId: string,
+    token = t.token,
+    sessionId?: string,
+  ): StreamableHTTPClientTransport {
+    return new StreamableHTTPClientTransport(new URL(`http://${t.address}/v1/episodes/${episodeId}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+      ...(sessionId === undefined ? {} : { sessionId }),
+    });
+  }
+
+  async function connect(
+    episodeId: string,
+  ): Promise<{ mcp: Client; transport: StreamableHTTPClientTransport }> {
+    const mcp = new Client({ name: 'karotte-test', version: '1.0.0' });
+    const transport = transportOf(episodeId);
+    await mcp.connect(transport);
+    return { mcp, transport };
+  }
+
+  async function uidOf(episodeId: string): Promise<number> {
+    const controller = new AbortController();
+    for await (const event of http1.events(episodeId, { abortSignal: controller.signal })) {
+      if (event.type === 'sandbox_ready') {
+        controller.abort();
+        return event.data['uid'] as number;
+      }
+    }
+    throw new Error('no sandbox_ready event');
+  }
+
+  it('lists the episode’s tools and solves quarterly-revenue with tools/call (reward 1); every call is a turn of the transcript', async () => {
+    const episode = await http1.createEpisode({ taskId: 'quarterly-revenue', seed: 3 });
+    const uid = await uidOf(episode.episodeId);
+    const sandboxId = sandboxIdOfUid(uid);
+    const { mcp } = await connect(episode.episodeId);
+    try {
+      const { tools } = await mcp.listTools();
+      expect(tools.map((tool) => tool.name)).toEqual(
+        episode.tools.map((tool) => (tool['function'] as { name: string }).name),
+      );
+      const bash = tools.find((tool) => tool.name === 'bash')!;
+      expect(bash.inputSchema).toMatchObject({
+        type: 'object',
+        properties: { command: expect.anything() as unknown },
+      });
+      const control = replayOf(path.join(examples, 'quarterly-revenue', 'control.json'));
+      const calls = control.flatMap(
+        (m) => (m['tool_calls'] as { function: { name: string; arguments: string } }[] | undefined) ?? [],
+      );
+      const texts: string[] = [];
+      for (const call of calls) {
+        const result = (await mcp.callTool({
+          name: call.function.name,
+          arguments: JSON.parse(call.function.arguments) as Record<string, unknown>,
+        })) as TextResult;
+        expect(result.isError).toBe(false);
+        texts.push(result.content[0]!.text);
+      }
+      expect(texts[1]).toMatch(/^\d+\n/);
+      const whoami = (await mcp.callTool({ name: 'bash', arguments: { command: 'id -u' } })) as TextResult;
+      expect(whoami.content[0]!.text).toMatch(new RegExp(`^${uid}\\n`));
+      expect(whoami._meta).toMatchObject({ 'io.karotte/turnIndex': 2, 'io.karotte/done': false });
+    } finally {
+      await mcp.close();
+    }
+    const result = await http1.finish(episode.episodeId);
+    expect(result).toMatchObject({ status: 'passed', reward: 1, blame: 'none', seed: 3 });
+    expect(result.turnLog).toHaveLength(3);
+    const events = [];
+    for await (const event of http1.events(episode.episodeId)) events.push(event.type);
+    expect(events.filter((type) => type === 'tool_call')).toHaveLength(3);
+    expect(leftovers(uid, sandboxId)).toEqual([]);
+  });
+
+  it('an attack through MCP scores 0: the answer key by path and by find', async () => {
+    const episode = await http1.createEpisode({ taskId: 'quarterly-revenue' });
+    const { mcp } = await connect(episode.episodeId);
+    try {
+      for (const command of [
+        `cat ${KEY} > answer.txt`,
+        "find / -name 'expected_total_cents*' 2>/dev/null | head -n 1 | xargs -r cat >> answer.txt",
+      ])
+        expect(((await mcp.callTool({ name: 'bash', arguments: { command } })) as TextResult).isError).toBe(
+          false,
+        );
+    } finally {
+      await mcp.close();
+    }
+    const result = await http1.finish(episode.episodeId);
+    expect(result.status).not.toBe('error');
+    expect(result.reward).toBe(0);
+  });
+
+  it('exactly once: a call id given in _meta runs once across two MCP sessions; a reconnect to the same session keeps its ids', async () => {
+    const episode = await http1.createEpisode({ taskId: 'quarterly-revenue' });
+    const count = { name: 'bash', arguments: { command: 'echo once >> count.txt; wc -l < count.txt' } };
+    const first = await connect(episode.episodeId);
+    const second = await connect(episode.episodeId);
+    try {
+      const a = (await first.mcp.callTool({
+        ...count,
+        _meta: { [MCP_CALL_ID_META]: 'count-1' },
+      })) as TextResult;
+      const b = (await second.mcp.callTool({
+        ...count,
+        _meta: { [MCP_CALL_ID_META]: 'count-1' },
+      })) as TextResult;
+      expect(b.content).toEqual(a.content);
+      expect(a.content[0]!.text).toMatch(/^1\n/);
+      // The same call id with other arguments is refused as a tool error, not run.
+      const conflict = (await second.mcp.callTool({
+        name: 'bash',
+        arguments: { command: 'echo other' },
+        _meta: { [MCP_CALL_ID_META]: 'count-1' },
+      })) as TextResult;
+      expect(conflict.isError).toBe(true);
+      expect(conflict.content[0]!.text).toMatch(/TURN_CONFLICT/);
+      // A JSON-RPC request sent again in its session (a retry after a lost answer) runs nothing again.
+      const sessionId = first.transport.sessionId!;
+      const rpc = {
+        jsonrpc: '2.0',
+        id: 'retry-7',
+        method: 'tools/call',
+        params: { name: 'bash', arguments: { command: 'echo again >> count.txt; wc -l < count.txt' } },
+      };
+      const post = async () => {
+        const res = await fetch(`http://${t.address}/v1/episodes/${episode.episodeId}/mcp`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${t.token}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-session-id': sessionId,
+            'mcp-protocol-version': first.transport.protocolVersion ?? '2025-06-18',
+          },
+          body: JSON.stringify(rpc),
+        });
+        return (await res.json()) as { result: TextResult };
+      };
+      const once = await post();
+      const twice = await post();
+      expect(twice.result.content).toEqual(once.result.content);
+      expect(once.result.content[0]!.text).toMatch(/^2\n/);
+      // A reconnect to the same session (a new transport given its id) goes on in it.
+      const back = new Client({ name: 'karotte-test', version: '1.0.0' });
+      await back.connect(transportOf(episode.episodeId, t.token, sessionId));
+      const listed = await back.listTools();
+      expect(listed.tools.map((tool) => tool.name)).toContain('bash');
+      const check = (await back.callTool({
+        name: 'bash',
+        arguments: { command: 'wc -l < count.txt' },
+      })) as TextResult;
+      expect(check.content[0]!.text).toMatch(/^2\n/);
+      await back.close();
+    } finally {
+      await first.mcp.close();
+      await second.mcp.close();
+      await http1.cancel(episode.episodeId);
+    }
+  });
+
+  it('errors are tool errors or HTTP refusals, never a crash: unknown tool, a done episode, no token, another episode’s session, a finished episode', async () => {
+    const episode = await http1.createEpisode({ taskId: 'quarterly-revenue', maxTurns: 1 });
+    const other = await http1.createEpisode({ taskId: 'roman-numerals' });
+    const { mcp, transport } = await connect(episode.episodeId);
+    try {
+      const unknown = (await mcp.callTool({ name: 'rm_rf', arguments: {} })) as TextResult;
+      expect(unknown.isError).toBe(true);
+      expect(unknown.content[0]!.text).toMatch(/unknown tool "rm_rf"/);
+      // The turn budget counts MCP calls: one turn, then the episode is done.
+      const first = (await mcp.callTool({ name: 'bash', arguments: { command: 'echo 1' } })) as TextResult;
+      expect(first._meta).toMatchObject({ 'io.karotte/done': true });
+      const late = (await mcp.callTool({ name: 'bash', arguments: { command: 'echo 2' } })) as TextResult;
+      expect(late.isError).toBe(true);
+      expect(late.content[0]!.text).toMatch(/EPISODE_DONE/);
+      // Without the bearer token: 401 before anything of MCP.
+      const stranger = new Client({ name: 'karotte-test', version: '1.0.0' });
+      await expect(stranger.connect(transportOf(episode.episodeId, 'wrong-token'))).rejects.toMatchObject({
+        code: 401,
+        message: expect.stringMatching(/UNAUTHORIZED/) as unknown,
+      });
+      // This episode's session id on another episode's path is no session there.
+      const res = await fetch(`http://${t.address}/v1/episodes/${other.episodeId}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${t.token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': transport.sessionId!,
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      expect(res.status).toBe(404);
+      const malformed = await fetch(`http://${t.address}/v1/episodes/${other.episodeId}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' },
+        body: '{"jsonrpc": ',
+      });
+      expect([
+        malformed.status,
+        ((await malformed.json()) as { error: { code: number } }).error.code,
+      ]).toEqual([400, -32700]);
+    } finally {
+      await mcp.close();
+    }
+    await http1.finish(episode.episodeId);
+    const gone = await fetch(`http://${t.address}/v1/episodes/${episode.episodeId}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${t.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
+    });
+    expect(gone.status).toBe(404);
+    // The server is still well.
+    expect((await http1.tasks()).tasks).toHaveLength(2);
+    await http1.cancel(other.episodeId);
+  });
+
+  it('a student cannot reach the MCP endpoint (nor the OpenEnv one) from inside its sandbox', async () => {
+    const episode = await http1.createEpisode({ taskId: 'quarterly-revenue' });
+    const { mcp } = await connect(episode.episodeId);
+    try {
+      const [, port] = t.address.split(':');
+      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+      const probe = (await mcp.callTool({
+        name: 'bash',
+        arguments: {
+          command: [
+            `(exec 3<>/dev/tcp/127.0.0.1/${port} && printf 'POST /v1/episodes/${episode.episodeId}/mcp HTTP/1.1\\r\\nHost: a\\r\\nContent-Length: ${body.length}\\r\\n\\r\\n%s' '${body}' >&3 && cat <&3) 2>&1; echo "exit=$?"`,
+            `python3 -c 'import socket; s=socket.create_connection(("127.0.0.1", ${port}), 2); print("connected")' 2>&1 | tail -n 1`,
+          ].join('; '),
+        },
+      })) as TextResult;
+      const text = probe.content[0]!.text;
+      expect(text).toMatch(/Connection refused/);
+      expect(text).toMatch(/ConnectionRefusedError|OSError|Network is unreachable/);
+      expect(text).not.toContain('HTTP/1.');
+      expect(text).not.toMatch(/^connected$/m);
+    } finally {
+      await mcp.close();
+      await http1.cancel(episode.episodeId);
+    }
+  });
+
+  it('cancelling the episode closes its MCP sessions and leaves nothing of its sandbox', async () => {
+    const episode = await http1.createEpisode({ taskId: 'quarterly-revenue' });
+    const uid = await uidOf(episode.episodeId);
+    const sandboxId = sandboxIdOfUid(uid);
+    const { mcp } = await connect(episode.episodeId);
+    const running = mcp
+      .callTool({ name: 'bash', arguments: { command: 'sleep 60' } })
+      .catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await http1.cancel(episode.episodeId);
+    const started = Date.now();
+    // The call in flight is answered (the command was stopped), not left to the client's timeout.
+    const answer = (await running) as TextResult;
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(answer.content[0]!.text).toMatch(/stopped|cancel|abort|exit code/i);
+    expect(await eventually(() => leftovers(uid, sandboxId).length === 0, 20_000)).toBe(true);
+    await expect(mcp.listTools()).rejects.toThrow();
+    await mcp.close();
+  });
+});

@@ -16,6 +16,7 @@ describe('checkHost', () => {
       'uts_namespace',
       'network_isolation',
       'core_dumps',
+      'locked_memory',
       'oom_preference',
       'reaping',
     ]) {
@@ -26,6 +27,8 @@ describe('checkHost', () => {
     expect(byName['pids']?.contract).toBe('prevented');
     expect(byName['disk_bytes']?.contract).toBe('prevented');
     expect(byName['rootless_tier']?.contract).toBe('not_supported');
+    expect(byName['locked_memory']?.reason).toBe('ulimit -l inside: 64 KiB');
+    expect(byName['reaping']?.mechanism).toContain('kernel keys');
     expect(result.ok).toBe(true);
   });
 });

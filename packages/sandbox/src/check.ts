@@ -68,6 +68,7 @@ export const DEFENSE_NAMES = [
   'disk_bytes',
   'disk_inodes',
   'core_dumps',
+  'locked_memory',
   'oom_preference',
   'reaping',
   'rootless_tier',
@@ -88,6 +89,7 @@ const PROBE = [
   'echo "procs=$(ls -d /proc/[0-9]* | wc -l)"',
   'echo "oom=$(cat /proc/self/oom_score_adj)"',
   'echo "core=$(ulimit -c)"',
+  'echo "memlock=$(ulimit -l)"',
   'touch /var/tmp/karotte-check 2>/dev/null && echo "rw=/var/tmp" || echo "rw=none"',
   'touch ~/probe && echo "home=writable"',
   'echo "ptmx=$(readlink /dev/ptmx)"',
@@ -260,6 +262,15 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
       'RLIMIT_CORE 0 (prlimit in the launch prefix)',
       `ulimit -c inside: ${seen.get('core') ?? '?'}`,
     );
+    // perf ring buffers and mlock() pin memory the v1 memory cgroup never sees; RLIMIT_MEMLOCK
+    // bounds both per process (perf_event_open is refused by the filter besides).
+    const memlockKiB = Number(seen.get('memlock'));
+    add(
+      'locked_memory',
+      Number.isInteger(memlockKiB) && memlockKiB <= 64 ? 'prevented' : 'not_supported',
+      'RLIMIT_MEMLOCK 64 KiB (prlimit in the launch prefix): pinned memory the memory cgroup does not charge',
+      `ulimit -l inside: ${seen.get('memlock') ?? '?'} KiB`,
+    );
     add(
       'oom_preference',
       seen.get('oom') === '1000' ? 'prevented' : 'not_supported',
@@ -274,7 +285,7 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
     add(
       'reaping',
       report.reap?.confirmedEmpty === true && report.leftovers.length === 0 ? 'prevented' : 'not_supported',
-      'PID-namespace init killed (the kernel kills the namespace), then @karotte/proc-reaper proves the uid empty',
+      'PID-namespace init killed (the kernel kills the namespace), then @karotte/proc-reaper proves the uid empty and reclaims its SysV IPC, POSIX queues and kernel keys',
       report.reap?.confirmedEmpty === true
         ? `confirmed empty after ${report.reap.passes} pass(es); no mounts, groups or leases left`
         : report.leftovers.join('; '),

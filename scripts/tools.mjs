@@ -338,6 +338,10 @@ export const SYSTEM_PREREQUISITES = [
   ['perl', 'perl-base'],
   // Not for episodes: `npm test` lints the project's shell programs with it.
   ['shellcheck', 'shellcheck'],
+  // Not for episodes: the dispatch tests start their own Redis.
+  ['redis-server', 'redis-server'],
+  // Not for episodes: the viewer's tests drive a real browser.
+  ['chromium', 'chromium'],
 ];
 
 /** The prerequisites missing from the trusted directories, as `[program, package]` pairs. */
@@ -345,6 +349,11 @@ export function missingPrerequisites(dirs = TRUSTED_BINARY_DIRS) {
   return SYSTEM_PREREQUISITES.filter(
     ([program]) => !dirs.some((dir) => fs.existsSync(path.join(dir, program))),
   );
+}
+
+/** apt-get from the trusted directories, or undefined on a host without it. */
+export function aptGet(dirs = TRUSTED_BINARY_DIRS) {
+  return dirs.map((dir) => path.join(dir, 'apt-get')).find((file) => fs.existsSync(file));
 }
 
 /** Run a command from the repository root with the tool environment; exit on failure. */

@@ -59,11 +59,12 @@ export function jsonForScriptElement(value: unknown): string {
 }
 
 /**
- * The script bundle, made safe to inline: `</script` (only ever inside a string, a regular
- * expression or a comment of the bundle) is written `<\/script`, which means the same there.
+ * The script bundle, made safe to inline: `</script` and `<!--` (which could end the element,
+ * or make a later `</script>` not end it) can only occur inside a string, a regular expression,
+ * a template or a comment of the bundle, where `\x3C` means `<` too.
  */
 function inlineScript(bundle: string): string {
-  return bundle.replace(/<\/(script)/gi, '<\\/$1').replace(/<!--/g, '<\\!--');
+  return bundle.replace(/<(\/script|!--)/gi, '\\x3C$1');
 }
 
 /**

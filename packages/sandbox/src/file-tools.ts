@@ -317,6 +317,9 @@ export function createFileTools(context: FileToolContext): SandboxFiles {
           timeoutMs,
           maxStdoutBytes,
           abortSignal,
+          // The host's Node.js, which an image need not have: in the world's own root, where
+          // the working directory, /tmp and /dev/shm are the same mounts as in the image.
+          worldRoot: true,
         });
       } catch (error) {
         if (!(error instanceof WorldGoneError)) throw error;

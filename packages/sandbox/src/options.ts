@@ -116,6 +116,16 @@ export const sandboxOptionsSchema = z
      * hiddenPaths. @default 'system'
      */
     hostView: z.enum(['system', 'all']).default('system'),
+    /**
+     * The student's root file system: an image's unpacked tree (`importImage()` of
+     * `@karotte/sandbox/image`, a root-owned directory), mounted read-only with the sandbox's
+     * own /proc, /sys, /dev, /tmp, /dev/shm, home, passwd and group bound into it. Every student
+     * process is chrooted there by the trusted loader, which then drops every capability; the
+     * harness runs no binary of the image as root. The image must hold bash, env and cat at
+     * the paths the host has them (`/usr/bin/…` on a merged-/usr Debian or Ubuntu). Unset: the
+     * host's view (`hostView`).
+     */
+    rootfs: absolutePath.optional(),
     /** The student's user name inside the sandbox (whoami, $USER; HOME is /home/<userName>). @default 'student' */
     userName: z
       .string()

@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import {
   BadArgumentError,
@@ -18,6 +27,8 @@ import {
   vethNames,
 } from './allow-list.js';
 import { resolveSandboxBinaries, type SandboxBinaries } from './confinement/binaries.js';
+import { IMAGE_MOUNT_POINTS } from './image/cache.js';
+import { isExecutableInRoot } from './image/unpack.js';
 import { buildStudentEnv, type EnvRemoval } from './env.js';
 import { SandboxError } from './errors.js';
 import { createFileTools, type SandboxFiles } from './file-tools.js';
@@ -60,7 +71,15 @@ import type { AppliedLimits, RestartReport, Sandbox, SandboxHandle, TeardownRepo
 
 export { listLeases, reclaimStaleSandboxes };
 export type { AppliedLimits, RestartReport, Sandbox, SandboxHandle, TeardownReport };
-import { ALWAYS_COVERED, hostViewHidden, planMounts, type MountPlan } from './confinement/plan.js';
+import {
+  ALWAYS_COVERED,
+  IMAGE_ROOT,
+  hostViewHidden,
+  imageBinds,
+  planMounts,
+  type BindMount,
+  type MountPlan,
+} from './confinement/plan.js';
 
 /**
  * Create a sandbox and prove it holds before returning: a fresh uid, its own PID, mount, IPC,
@@ -105,6 +124,11 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
       missing,
     });
   }
+  if (parsed.rootfs !== undefined) {
+    const problem = imageProblem(parsed.rootfs, bins);
+    if (problem !== undefined) throw new BadArgumentError(`rootfs: ${problem}`, { field: 'rootfs' });
+    mkdirSync(IMAGE_ROOT, { recursive: true, mode: 0o755 });
+  }
   ensureRootOnlyDir(parsed.stateDir);
   await reclaimStaleSandboxes(parsed.stateDir);
   const sandboxId = `sb-${randomBytes(5).toString('hex')}`;
@@ -140,6 +164,30 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     throw error;
   }
   return sandbox;
+}
+
+/**
+ * Why an image's tree cannot be the student's root, or undefined: it must be root's and
+ * closed to others (an unpacked image of the cache), hold the mount points, and have the
+ * shell, env and cat the sandbox runs as the student at the host's paths (resolved inside
+ * the tree, symlinks as the chroot will see them).
+ */
+function imageProblem(rootfs: string, bins: SandboxBinaries): string | undefined {
+  const stat = statSync(rootfs, { throwIfNoEntry: false });
+  if (stat?.isDirectory() !== true) return `${rootfs} is not a directory`;
+  if (stat.uid !== 0 || (stat.mode & 0o022) !== 0)
+    return `${rootfs} must be root's and writable by no one else`;
+  for (const point of IMAGE_MOUNT_POINTS) {
+    const at = lstatSync(path.join(rootfs, point.path), { throwIfNoEntry: false });
+    if (at === undefined || (point.kind === 'dir' ? !at.isDirectory() : !at.isFile())) {
+      return `${rootfs} has no ${point.kind === 'dir' ? 'directory' : 'file'} /${point.path} to mount over (import it with importImage)`;
+    }
+  }
+  for (const binary of [bins.bash, bins.env, bins.cat]) {
+    if (!isExecutableInRoot(rootfs, binary))
+      return `the image has no ${binary} (the student's shell needs it)`;
+  }
+  return undefined;
 }
 
 /** Ptys of one sandbox's private devpts instance (the host's ptys are never the student's). */
@@ -293,6 +341,14 @@ class SandboxImpl implements Sandbox {
    */
   private mountPlan(): MountPlan {
     const { limits } = this.options;
+    const inside: BindMount[] = [
+      { source: path.join(this.dir, 'home'), target: '/home', writable: false, noexec: true },
+      { source: this.workDir, target: this.studentWorkDir, writable: true },
+      { source: path.join(this.dir, 'passwd'), target: '/etc/passwd', writable: false },
+      { source: path.join(this.dir, 'group'), target: '/etc/group', writable: false },
+    ];
+    const rootfs = this.options.rootfs;
+    const image = rootfs === undefined ? undefined : imageBinds(rootfs, inside, { dev: true });
     return planMounts({
       hostname: this.hostname,
       loopback: true,
@@ -301,12 +357,8 @@ class SandboxImpl implements Sandbox {
         { path: '/tmp', sizeBytes: limits.tmpBytes, mode: '1777' },
         { path: '/dev/shm', sizeBytes: limits.shmBytes, mode: '1777' },
       ],
-      binds: [
-        { source: path.join(this.dir, 'home'), target: '/home', writable: false, noexec: true },
-        { source: this.workDir, target: this.studentWorkDir, writable: true },
-        { source: path.join(this.dir, 'passwd'), target: '/etc/passwd', writable: false },
-        { source: path.join(this.dir, 'group'), target: '/etc/group', writable: false },
-      ],
+      earlyBinds: image?.earlyBinds ?? [],
+      binds: [...inside, ...(image?.binds ?? [])],
       covers: [...this.hidden, ...hostViewHidden(this.options.hostView)],
       emptyFile: path.join(this.dir, 'empty'),
     });
@@ -323,6 +375,7 @@ class SandboxImpl implements Sandbox {
       writable: plan.writable,
       setupTimeoutMs: this.options.setupTimeoutMs,
       abortSignal,
+      studentRoot: this.options.rootfs === undefined ? undefined : IMAGE_ROOT,
     });
     this.world = world;
     this.generation += 1;

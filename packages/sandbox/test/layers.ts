@@ -26,7 +26,15 @@ export function tarOf(entries: readonly LayerEntry[]): Buffer {
     const body = entry.content === undefined ? Buffer.alloc(0) : Buffer.from(entry.content);
     const size = entry.declaredSize ?? body.length;
     parts.push(
-      tarHeader({ path: entry.path, type, size, mode: entry.mode, linkName: entry.linkName, devMajor: 1, devMinor: 3 }),
+      tarHeader({
+        path: entry.path,
+        type,
+        size,
+        mode: entry.mode,
+        linkName: entry.linkName,
+        devMajor: 1,
+        devMinor: 3,
+      }),
     );
     if (entry.declaredSize === undefined && body.length > 0) parts.push(body, pad(body.length));
   }
@@ -42,5 +50,10 @@ export async function layoutOf(dir: string, layers: readonly Buffer[], gzip = tr
     writeFileSync(file, gzip ? gzipSync(layer, { level: 1 }) : layer);
     return file;
   });
-  return writeOciLayout({ dir, layers: files, env: ['PATH=/usr/bin:/bin', 'KAROTTE_IMAGE_TEST=1'], workingDir: '/srv/app' });
+  return writeOciLayout({
+    dir,
+    layers: files,
+    env: ['PATH=/usr/bin:/bin', 'KAROTTE_IMAGE_TEST=1'],
+    workingDir: '/srv/app',
+  });
 }

@@ -73,6 +73,11 @@ export interface BindMount {
   /** Writable binds are nosuid,nodev; read-only ones are ro,nosuid,nodev (and noexec when asked). */
   readonly writable: boolean;
   readonly noexec?: boolean;
+  /**
+   * Device nodes work through it (no nodev): only for a read-only bind of the world's own /dev
+   * into an image's root (that /dev holds only the devices programs need).
+   */
+  readonly devices?: boolean;
 }
 
 /** What a world's file system looks like. */
@@ -82,6 +87,11 @@ export interface MountSpec {
   /** Bring the loopback interface of the new network namespace up. */
   readonly loopback: boolean;
   readonly tmpfs: readonly TmpfsMount[];
+  /**
+   * Binds made before the world's own /dev and tmpfs mounts (whose sources those would hide:
+   * an image's tree kept under /tmp). @default []
+   */
+  readonly earlyBinds?: readonly BindMount[];
   readonly binds: readonly BindMount[];
   /**
    * The world's own /dev instead of the host's: only the devices programs need, and a private
@@ -115,7 +125,9 @@ export interface MountPlan {
  * directory cover could make unreachable), directories sorted so a parent comes first.
  */
 export function planMounts(spec: MountSpec): MountPlan {
-  const mounted = [...spec.tmpfs.map((m) => m.path), ...spec.binds.map((b) => b.target)];
+  const early = spec.earlyBinds ?? [];
+  const allBinds = [...early, ...spec.binds];
+  const mounted = [...spec.tmpfs.map((m) => m.path), ...allBinds.map((b) => b.target)];
   const keep = spec.keepWritable ?? [];
   const isDirectory = (p: string): boolean => statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
   const candidates = [...new Set(spec.covers)].filter(
@@ -134,6 +146,15 @@ export function planMounts(spec: MountSpec): MountPlan {
   d.push('sweep', String(replaced.length + covers.length), ...replaced, ...covers);
   d.push('remount', '/proc', 'ro,nosuid,nodev,noexec');
   d.push('sysfs', '/sys');
+  const bind = (b: BindMount): void => {
+    d.push(
+      'bind',
+      b.source,
+      b.target,
+      `${b.writable ? '' : 'ro,'}nosuid${b.devices === true && !b.writable ? '' : ',nodev'}${b.noexec === true ? ',noexec' : ''}`,
+    );
+  };
+  for (const b of early) bind(b);
   if (spec.dev !== undefined) {
     // Populated, then read-only: nothing can be added to it (its tmpfs and devpts are
     // mounted over and under it before the remount).
@@ -144,21 +165,53 @@ export function planMounts(spec: MountSpec): MountPlan {
     const owner = m.uid === undefined ? '' : `,uid=${m.uid},gid=${m.gid ?? m.uid}`;
     d.push('tmpfs', m.path, `size=${m.sizeBytes},mode=${m.mode}${owner},nosuid,nodev`);
   }
-  for (const b of spec.binds) {
-    d.push(
-      'bind',
-      b.source,
-      b.target,
-      `${b.writable ? '' : 'ro,'}nosuid,nodev${b.noexec === true ? ',noexec' : ''}`,
-    );
-  }
+  for (const b of spec.binds) bind(b);
   for (const cover of covers) d.push('cover', cover, spec.emptyFile);
   return {
     directives: d,
     writable: [
       ...spec.tmpfs.map((m) => m.path),
-      ...spec.binds.filter((b) => b.writable).map((b) => b.target),
+      ...allBinds.filter((b) => b.writable).map((b) => b.target),
       ...keep,
+    ],
+  };
+}
+
+/**
+ * Where an image's tree is mounted inside a world whose student runs in an image: outside
+ * every covered directory (the student reaches it only through its chroot). An empty
+ * root-owned directory of the host, the same for every world (each mounts in its own mount
+ * namespace).
+ */
+export const IMAGE_ROOT = '/run/karotte-image-root';
+
+/**
+ * The binds that make an image's unpacked tree the student's root: the tree read-only at
+ * {@link IMAGE_ROOT} (early: before the world's /tmp hides a tree kept there), then the world's own /proc, /sys, /dev (its devices work there, read-only
+ * as in the world), its devpts, and its writable /dev/shm and /tmp bound at the same places
+ * inside, then `inside` (each target a path inside the image: the home, passwd, group).
+ * The image's mount points must be real directories and files (`importImage` makes them).
+ */
+export function imageBinds(
+  rootfs: string,
+  inside: readonly BindMount[],
+  options: { readonly dev: boolean },
+): { readonly earlyBinds: BindMount[]; readonly binds: BindMount[] } {
+  const at = (target: string): string => path.join(IMAGE_ROOT, target);
+  return {
+    earlyBinds: [{ source: rootfs, target: IMAGE_ROOT, writable: false }],
+    binds: [
+      { source: '/proc', target: at('/proc'), writable: false, noexec: true },
+      { source: '/sys', target: at('/sys'), writable: false, noexec: true },
+      ...(options.dev
+        ? [
+            { source: '/dev', target: at('/dev'), writable: false, noexec: true, devices: true },
+            { source: '/dev/pts', target: at('/dev/pts'), writable: false, noexec: true, devices: true },
+            { source: '/dev/shm', target: at('/dev/shm'), writable: true },
+          ]
+        : []),
+      { source: '/tmp', target: at('/tmp'), writable: true },
+      ...inside.map((bind) => ({ ...bind, target: at(bind.target) })),
     ],
   };
 }

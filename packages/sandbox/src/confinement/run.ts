@@ -221,6 +221,12 @@ export interface ConfinedRunOptions {
   readonly killScope?: 'program' | 'world';
   /** See {@link SuperviseOptions.drainGraceMs}. @default 100 */
   readonly drainGraceMs?: number;
+  /**
+   * Run in the world's own root even when the world gives the student an image's root (a host
+   * program such as the file tools' Node.js, which the image need not have).
+   * @default false
+   */
+  readonly worldRoot?: boolean;
 }
 
 /**
@@ -230,7 +236,9 @@ export interface ConfinedRunOptions {
  * check, file tools) and of the grader.
  */
 export function runConfined(options: ConfinedRunOptions): Promise<RunResult> {
-  const [file, ...args] = options.world.launchArgv(options.uid, 2, options.program);
+  const [file, ...args] = options.world.launchArgv(options.uid, 2, options.program, {
+    worldRoot: options.worldRoot === true,
+  });
   const child = spawn(file!, args, { env: ROOT_ENV, stdio: ['pipe', 'pipe', 'pipe'] });
   let fallback: NodeJS.Timeout | undefined;
   const kill = (): void => {
@@ -287,6 +295,8 @@ export interface InsideOptions {
   readonly timeoutMs: number;
   readonly maxStdoutBytes: number;
   readonly abortSignal?: AbortSignal | undefined;
+  /** See {@link ConfinedRunOptions.worldRoot}. @default false */
+  readonly worldRoot?: boolean;
 }
 
 /** How long the output of the sandbox's own programs may trail their exit. */
@@ -312,6 +322,7 @@ export async function runInside(options: InsideOptions): Promise<InsideOutput> {
     // The sandbox's own programs start nothing that outlives them: their output is waited for
     // whole (a loaded host can deliver the end of a pipe well after the exit).
     drainGraceMs: INSIDE_DRAIN_GRACE_MS,
+    worldRoot: options.worldRoot === true,
   });
   return {
     stdout: result.stdout,

@@ -59,7 +59,11 @@ export const INIT_SCRIPT: string = initScript;
  * sets real, effective and saved uid/gid, clears supplementary groups, sets no_new_privs and
  * empties the inheritable, ambient and bounding capability sets.
  *
- * Arguments: setpriv-binary uid keep-fd-max perl-binary seccomp-loader filter-hex program [args...]
+ * Arguments: setpriv-binary uid keep-fd-max perl-binary seccomp-loader filter-hex root program [args...]
+ *
+ * `root` is `-`, or the directory the student's root becomes (an image's tree): then setpriv
+ * leaves the student CAP_SYS_CHROOT and CAP_SETPCAP (ambient, bounding and nothing else), which
+ * the loader uses to chroot and then drops from every set before anything else runs.
  */
 export const LAUNCH_SCRIPT: string = launchScript;
 
@@ -67,7 +71,9 @@ export const LAUNCH_SCRIPT: string = launchScript;
  * The syscall filter's loader (programs/seccomp.pl), run by perl as the student right after
  * setpriv: installs the filter (hex of `struct sock_filter[]`, see syscall-filter.ts) with
  * prctl(PR_SET_NO_NEW_PRIVS) and seccomp(SECCOMP_SET_MODE_FILTER), then execs the program.
- * The filter then holds for the program and everything it starts.
+ * The filter then holds for the program and everything it starts. With a root other than `-`
+ * it first chroots there, drops CAP_SYS_CHROOT and CAP_SETPCAP from the bounding set, empties
+ * every capability set with capset and proves them empty with capget and PR_CAPBSET_READ.
  */
 export const SECCOMP_LOADER: string = seccompLoader;
 

@@ -36,6 +36,12 @@ export interface WorldOptions {
   /** The syscall filter of every process launched into the world (see `buildSyscallFilter`). */
   readonly syscallFilter: Buffer;
   readonly abortSignal?: AbortSignal | undefined;
+  /**
+   * The student's root inside the world, when it is not the world's own: a directory the plan
+   * mounted (an image's tree with the world's /proc, /dev, /tmp and home bound in). Every
+   * student process is chrooted there by the trusted loader before its first instruction.
+   */
+  readonly studentRoot?: string | undefined;
 }
 
 /**
@@ -231,9 +237,16 @@ export class World {
   /**
    * argv that runs `program` as the student inside the sandbox: limits prefix, nsenter into
    * every namespace of PID 1 (nsenter forks, so the program is inside the PID namespace),
-   * the root launcher (closes inherited descriptors above `keepFd`), then setpriv.
+   * the root launcher (closes inherited descriptors above `keepFd`), then setpriv. With a
+   * `studentRoot`, the program runs chrooted there, unless `worldRoot` (a host program the
+   * student runs, such as the file tools' Node.js, which the image does not have).
    */
-  launchArgv(uid: number, keepFd: number, program: readonly string[]): string[] {
+  launchArgv(
+    uid: number,
+    keepFd: number,
+    program: readonly string[],
+    options: { readonly worldRoot?: boolean } = {},
+  ): string[] {
     if (!this.alive()) throw new WorldGoneError();
     const { bins, prefix } = this.options;
     return [
@@ -258,6 +271,7 @@ export class World {
       bins.perl,
       SECCOMP_LOADER,
       this.filterHex,
+      options.worldRoot === true ? '-' : (this.options.studentRoot ?? '-'),
       ...program,
     ];
   }

@@ -4,7 +4,16 @@
 // sees a half-unpacked or unverified tree, and two imports of one image at once both end
 // with the one tree (the second rename loses and its copy is removed).
 import { createHash, randomBytes } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  chmodSync,
+} from 'node:fs';
 import { Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import path from 'node:path';
@@ -12,7 +21,14 @@ import { createGunzip, createZstdDecompress } from 'node:zlib';
 import { parseJsonStrict, parseOptions } from '@karotte/base';
 import { z } from 'zod';
 import { ImageError } from './errors.js';
-import { digestSchema, openImage, readSmallFile, type ImageRuntimeConfig, type ImageSource, type LayerBlob } from './source.js';
+import {
+  digestSchema,
+  openImage,
+  readSmallFile,
+  type ImageRuntimeConfig,
+  type ImageSource,
+  type LayerBlob,
+} from './source.js';
 import { TarReader } from './tar.js';
 import { LayerUnpacker, type UnpackReport } from './unpack.js';
 
@@ -24,9 +40,17 @@ export const imageLimitsSchema = z.strictObject({
   /** Most entries in all layers together. @default 500000 */
   maxEntries: z.number().int().positive().default(500_000),
   /** Largest file. @default 4 GiB */
-  maxFileBytes: z.number().int().positive().default(4 * 1024 ** 3),
+  maxFileBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(4 * 1024 ** 3),
   /** Bytes of every file of every layer together. @default 32 GiB */
-  maxTotalBytes: z.number().int().positive().default(32 * 1024 ** 3),
+  maxTotalBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(32 * 1024 ** 3),
 });
 
 export const importImageOptionsSchema = z.strictObject({
@@ -140,7 +164,10 @@ export function listImages(cacheDir: string = DEFAULT_IMAGE_CACHE_DIR): CachedIm
  * Returns the digests removed. An episode running in a removed image keeps its tree until it
  * ends only if its mount holds it: prune when no episode runs.
  */
-export function pruneImages(cacheDir: string = DEFAULT_IMAGE_CACHE_DIR, digests?: readonly string[]): string[] {
+export function pruneImages(
+  cacheDir: string = DEFAULT_IMAGE_CACHE_DIR,
+  digests?: readonly string[],
+): string[] {
   const dir = openCacheDir(cacheDir, false);
   if (statSync(dir, { throwIfNoEntry: false }) === undefined) return [];
   const removed: string[] = [];
@@ -152,7 +179,12 @@ export function pruneImages(cacheDir: string = DEFAULT_IMAGE_CACHE_DIR, digests?
     if (!/^[0-9a-f]{64}$/u.test(name)) continue;
     const record = readRecord(path.join(dir, name));
     const digest = `sha256:${name}`;
-    if (digests !== undefined && !digests.includes(digest) && (record === undefined || !digests.includes(record.configDigest))) continue;
+    if (
+      digests !== undefined &&
+      !digests.includes(digest) &&
+      (record === undefined || !digests.includes(record.configDigest))
+    )
+      continue;
     rmSync(path.join(dir, name), { recursive: true, force: true });
     removed.push(digest);
   }
@@ -161,7 +193,8 @@ export function pruneImages(cacheDir: string = DEFAULT_IMAGE_CACHE_DIR, digests?
 
 const GZIP = [0x1f, 0x8b];
 const ZSTD = [0x28, 0xb5, 0x2f, 0xfd];
-const starts = (head: Buffer, magic: readonly number[]): boolean => magic.every((byte, i) => head[i] === byte);
+const starts = (head: Buffer, magic: readonly number[]): boolean =>
+  magic.every((byte, i) => head[i] === byte);
 
 /** Unpack one layer, checking its blob digest and its uncompressed digest (`diff_id`). */
 async function unpackLayer(
@@ -193,9 +226,10 @@ async function unpackLayer(
     : starts(head, ZSTD)
       ? createZstdDecompress({ chunkSize: 256 * 1024 })
       : undefined;
+  // An uncompressed layer's diff_id is its blob digest: hashed once.
   const consume = async (source: AsyncIterable<Buffer>): Promise<void> => {
     for await (const chunk of source) {
-      diffHash.update(chunk);
+      if (decompress !== undefined) diffHash.update(chunk);
       reader.write(chunk);
     }
   };
@@ -208,22 +242,73 @@ async function unpackLayer(
     unpacker.abort();
     stream.destroy();
     if (ImageError.isInstance(error)) throw error;
-    if (abortSignal?.aborted === true) throw new ImageError('IMAGE_CACHE_FAILED', 'the import was aborted', { cause: error });
+    if (abortSignal?.aborted === true)
+      throw new ImageError('IMAGE_CACHE_FAILED', 'the import was aborted', { cause: error });
     const code = (error as NodeJS.ErrnoException).code ?? '';
     if (code.startsWith('Z_') || code === 'ERR_ZLIB_INITIALIZATION_FAILED' || code.startsWith('ZSTD')) {
-      throw new ImageError('LAYER_MALFORMED', `layer ${index + 1} is not a valid compressed stream (truncated?)`, { cause: error });
+      throw new ImageError(
+        'LAYER_MALFORMED',
+        `layer ${index + 1} is not a valid compressed stream (truncated?)`,
+        { cause: error },
+      );
     }
-    throw new ImageError('IMAGE_CACHE_FAILED', `cannot unpack layer ${index + 1}: ${(error as Error).message}`, { cause: error });
+    throw new ImageError(
+      'IMAGE_CACHE_FAILED',
+      `cannot unpack layer ${index + 1}: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   reader.end();
   unpacker.endLayer();
   const blob = `sha256:${blobHash.digest('hex')}`;
-  const diff = `sha256:${diffHash.digest('hex')}`;
+  const diff = decompress === undefined ? blob : `sha256:${diffHash.digest('hex')}`;
   if (layer.digest !== undefined && blob !== layer.digest) {
-    throw new ImageError('IMAGE_DIGEST_MISMATCH', `layer ${index + 1} has digest ${blob}, not ${layer.digest} as its manifest says`);
+    throw new ImageError(
+      'IMAGE_DIGEST_MISMATCH',
+      `layer ${index + 1} has digest ${blob}, not ${layer.digest} as its manifest says`,
+    );
   }
   if (diff !== layer.diffId) {
-    throw new ImageError('IMAGE_DIGEST_MISMATCH', `layer ${index + 1} unpacks to digest ${diff}, not ${layer.diffId} as its config says`);
+    throw new ImageError(
+      'IMAGE_DIGEST_MISMATCH',
+      `layer ${index + 1} unpacks to digest ${diff}, not ${layer.diffId} as its config says`,
+    );
+  }
+}
+
+/**
+ * The places a sandbox mounts over in an image's tree: real directories and files, never
+ * symlinks (a mount follows a symlink at its target, which would lead out of the tree).
+ * Whatever else is there is replaced.
+ */
+export const IMAGE_MOUNT_POINTS: readonly { readonly path: string; readonly kind: 'dir' | 'file' }[] =
+  Object.freeze([
+    { path: 'proc', kind: 'dir' },
+    { path: 'sys', kind: 'dir' },
+    { path: 'dev', kind: 'dir' },
+    { path: 'tmp', kind: 'dir' },
+    { path: 'home', kind: 'dir' },
+    { path: 'etc', kind: 'dir' },
+    { path: 'etc/passwd', kind: 'file' },
+    { path: 'etc/group', kind: 'file' },
+    { path: 'karotte', kind: 'dir' },
+    { path: 'karotte/task', kind: 'dir' },
+    { path: 'karotte/submission', kind: 'dir' },
+    { path: 'karotte/hidden', kind: 'dir' },
+    { path: 'karotte/out', kind: 'dir' },
+  ]);
+
+function ensureMountPoints(rootfs: string): void {
+  for (const point of IMAGE_MOUNT_POINTS) {
+    const at = path.join(rootfs, point.path);
+    const stat = lstatSync(at, { throwIfNoEntry: false });
+    const right = point.kind === 'dir' ? stat?.isDirectory() === true : stat?.isFile() === true;
+    if (right) continue;
+    if (stat !== undefined) rmSync(at, { recursive: true, force: true });
+    if (point.kind === 'dir') {
+      mkdirSync(at, { mode: 0o755 });
+      chmodSync(at, 0o755);
+    } else writeFileSync(at, '', { mode: 0o644 });
   }
 }
 
@@ -241,7 +326,10 @@ function checkPin(source: ImageSource, expected: string | undefined): void {
  * every layer's digest, unpack its layers safely, and return where its tree is.
  * @throws ImageError (see its codes); nothing is left in the cache on failure.
  */
-export async function importImage(imagePath: string, options: ImportImageOptions = {}): Promise<ImportResult> {
+export async function importImage(
+  imagePath: string,
+  options: ImportImageOptions = {},
+): Promise<ImportResult> {
   const opts = parseOptions(importImageOptionsSchema, options, 'importImage options');
   const started = Date.now();
   const source = openImage(path.resolve(imagePath));
@@ -264,6 +352,7 @@ export async function importImage(imagePath: string, options: ImportImageOptions
       });
       await unpackLayer(layer, index, unpacker, reader, opts.abortSignal);
     }
+    ensureMountPoints(rootfs);
     const record: z.infer<typeof recordSchema> = {
       digest: source.digest,
       configDigest: source.configDigest,
@@ -279,7 +368,8 @@ export async function importImage(imagePath: string, options: ImportImageOptions
     } catch (error) {
       // Another import of the same image won the rename: use its tree.
       const other = readRecord(final);
-      if (other === undefined) throw new ImageError('IMAGE_CACHE_FAILED', `cannot move the image into ${final}`, { cause: error });
+      if (other === undefined)
+        throw new ImageError('IMAGE_CACHE_FAILED', `cannot move the image into ${final}`, { cause: error });
       rmSync(staging, { recursive: true, force: true });
       return { ...other, cached: true, durationMs: Date.now() - started };
     }
@@ -287,7 +377,9 @@ export async function importImage(imagePath: string, options: ImportImageOptions
   } catch (error) {
     rmSync(staging, { recursive: true, force: true });
     if (ImageError.isInstance(error)) throw error;
-    throw new ImageError('IMAGE_CACHE_FAILED', `cannot import ${imagePath}: ${(error as Error).message}`, { cause: error });
+    throw new ImageError('IMAGE_CACHE_FAILED', `cannot import ${imagePath}: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 

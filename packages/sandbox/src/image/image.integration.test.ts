@@ -26,7 +26,8 @@ import { findCachedImage, importImage, listImages, pruneImages } from './cache.j
 import { tarHeader } from './tar.js';
 
 const isRoot = process.getuid?.() === 0;
-if (!isRoot) process.stderr.write('[karotte] image import tests skipped: they need root (a root-owned cache)\n');
+if (!isRoot)
+  process.stderr.write('[karotte] image import tests skipped: they need root (a root-owned cache)\n');
 
 let base = '';
 let cacheDir = '';
@@ -92,7 +93,9 @@ describe.skipIf(!isRoot)('image import', () => {
     const root = result.rootfs;
     expect(readFileSync(path.join(root, 'etc/os-release'), 'utf8')).toBe('ID=karotte\n');
     expect(readlinkSync(path.join(root, 'bin'))).toBe('usr/bin');
-    expect(statSync(path.join(root, 'usr/bin/tool-link')).ino).toBe(statSync(path.join(root, 'usr/bin/tool')).ino);
+    expect(statSync(path.join(root, 'usr/bin/tool-link')).ino).toBe(
+      statSync(path.join(root, 'usr/bin/tool')).ino,
+    );
     expect(existsSync(path.join(root, 'gone.txt'))).toBe(false);
     expect(readdirSync(path.join(root, 'opaque'))).toEqual(['new.txt']);
     expect(readFileSync(path.join(root, 'usr/bin/added'), 'utf8')).toBe('through the merged-usr link\n');
@@ -100,7 +103,11 @@ describe.skipIf(!isRoot)('image import', () => {
     expect(statSync(path.join(root, 'usr/bin/tool')).mode & 0o7777).toBe(0o755);
     expect(lstatSync(root).uid).toBe(0);
     expect(statSync(cacheDir).mode & 0o777).toBe(0o700);
-    expect(result.config).toEqual({ env: ['PATH=/usr/bin:/bin', 'KAROTTE_IMAGE_TEST=1'], workingDir: '/srv/app', user: '' });
+    expect(result.config).toEqual({
+      env: ['PATH=/usr/bin:/bin', 'KAROTTE_IMAGE_TEST=1'],
+      workingDir: '/srv/app',
+      user: '',
+    });
     // Once unpacked, it is reused.
     const again = await importImage(dir, { cacheDir });
     expect(again.cached).toBe(true);
@@ -130,8 +137,12 @@ describe.skipIf(!isRoot)('image import', () => {
     const { rootfs } = await importImage(dir, { cacheDir });
     expect(readdirSync(hostTarget)).toEqual([]);
     expect(readlinkSync(path.join(rootfs, 'evil'))).toBe(hostTarget);
-    expect(readFileSync(path.join(rootfs, hostTarget, 'pwned'), 'utf8')).toBe('written through an absolute link\n');
-    expect(readFileSync(path.join(rootfs, hostTarget, 'pwned-relative'), 'utf8')).toBe('written through a relative link\n');
+    expect(readFileSync(path.join(rootfs, hostTarget, 'pwned'), 'utf8')).toBe(
+      'written through an absolute link\n',
+    );
+    expect(readFileSync(path.join(rootfs, hostTarget, 'pwned-relative'), 'utf8')).toBe(
+      'written through a relative link\n',
+    );
     expect(readFileSync(path.join(rootfs, hostTarget, 'second-layer'), 'utf8')).toBe('later layer\n');
   });
 
@@ -201,14 +212,26 @@ describe.skipIf(!isRoot)('image import', () => {
     await layoutOf(dir, [tarOf([{ path: 'a.txt', content: 'honest\n' }])]);
     const manifestBlobs = readdirSync(path.join(dir, 'blobs/sha256'));
     // Replace the layer blob (the one that is gzip) with another valid layer.
-    const layerHex = manifestBlobs.find((hex) => readFileSync(path.join(dir, 'blobs/sha256', hex))[0] === 0x1f)!;
-    writeFileSync(path.join(dir, 'blobs/sha256', layerHex), gzipSync(tarOf([{ path: 'a.txt', content: 'swapped\n' }])));
-    await refused(importImage(dir, { cacheDir }), 'IMAGE_DIGEST_MISMATCH', /layer 1 has digest sha256:[0-9a-f]{64}, not sha256:/u);
+    const layerHex = manifestBlobs.find(
+      (hex) => readFileSync(path.join(dir, 'blobs/sha256', hex))[0] === 0x1f,
+    )!;
+    writeFileSync(
+      path.join(dir, 'blobs/sha256', layerHex),
+      gzipSync(tarOf([{ path: 'a.txt', content: 'swapped\n' }])),
+    );
+    await refused(
+      importImage(dir, { cacheDir }),
+      'IMAGE_DIGEST_MISMATCH',
+      /layer 1 has digest sha256:[0-9a-f]{64}, not sha256:/u,
+    );
     expectCleanFailure();
     expect(listImages(cacheDir).some((image) => image.source === dir)).toBe(false);
     // A manifest swapped under the index is refused too.
     const indexPath = path.join(dir, 'index.json');
-    const index = readFileSync(indexPath, 'utf8').replace(/"digest":"sha256:[0-9a-f]{64}"/u, `"digest":"sha256:${layerHex}"`);
+    const index = readFileSync(indexPath, 'utf8').replace(
+      /"digest":"sha256:[0-9a-f]{64}"/u,
+      `"digest":"sha256:${layerHex}"`,
+    );
     writeFileSync(indexPath, index);
     await refused(importImage(dir, { cacheDir }), 'IMAGE_DIGEST_MISMATCH', /manifest blob has digest/u);
   });
@@ -224,15 +247,28 @@ describe.skipIf(!isRoot)('image import', () => {
     await layoutOf(cut, [tarOf([{ path: 'a', content: 'x' }])]);
     const blobs = readdirSync(path.join(cut, 'blobs/sha256'));
     const gz = blobs.find((hex) => readFileSync(path.join(cut, 'blobs/sha256', hex))[0] === 0x1f)!;
-    const bytes = gzipSync(tarOf([{ path: 'big.bin', content: Buffer.from(createHash('sha256').update('x').digest('hex').repeat(4000)) }]));
+    const bytes = gzipSync(
+      tarOf([
+        {
+          path: 'big.bin',
+          content: Buffer.from(createHash('sha256').update('x').digest('hex').repeat(4000)),
+        },
+      ]),
+    );
     writeFileSync(path.join(cut, 'blobs/sha256', gz), bytes.subarray(0, bytes.length - 40));
-    await refused(importImage(cut, { cacheDir }), 'LAYER_MALFORMED', /not a valid compressed stream|truncated/u);
+    await refused(
+      importImage(cut, { cacheDir }),
+      'LAYER_MALFORMED',
+      /not a valid compressed stream|truncated/u,
+    );
     expectCleanFailure();
     // An OCI archive (tar of a layout) cut in the middle of a blob.
     const layout = fresh('archive-source');
     await layoutOf(layout, [whole]);
     const archive = `${fresh('archive')}.tar`;
-    expect(spawnSync('/usr/bin/tar', ['-C', layout, '-cf', archive, 'oci-layout', 'index.json', 'blobs']).status).toBe(0);
+    expect(
+      spawnSync('/usr/bin/tar', ['-C', layout, '-cf', archive, 'oci-layout', 'index.json', 'blobs']).status,
+    ).toBe(0);
     const full = readFileSync(archive);
     writeFileSync(archive, full.subarray(0, Math.floor(full.length / 2)));
     await refused(importImage(archive, { cacheDir }), 'IMAGE_INVALID', /truncated/u);
@@ -269,10 +305,18 @@ describe.skipIf(!isRoot)('image import', () => {
       }
       yield Buffer.concat([...batch, Buffer.alloc(1024)]);
     }
-    await pipeline(Readable.from(entries()), createGzip({ level: 1 }), (await import('node:fs')).createWriteStream(layerFile));
+    await pipeline(
+      Readable.from(entries()),
+      createGzip({ level: 1 }),
+      (await import('node:fs')).createWriteStream(layerFile),
+    );
     const { writeOciLayout } = await import('./layout-writer.js');
     await writeOciLayout({ dir, layers: [layerFile] });
-    await refused(importImage(dir, { cacheDir, limits: { maxEntries: 50_000 } }), 'IMAGE_TOO_LARGE', /more than 50000 entries/u);
+    await refused(
+      importImage(dir, { cacheDir, limits: { maxEntries: 50_000 } }),
+      'IMAGE_TOO_LARGE',
+      /more than 50000 entries/u,
+    );
     expectCleanFailure();
   }, 300_000);
 
@@ -288,7 +332,11 @@ describe.skipIf(!isRoot)('image import', () => {
       }),
     );
     const configHex = createHash('sha256').update(config).digest('hex');
-    const manifest = Buffer.from(JSON.stringify([{ Config: `${configHex}.json`, RepoTags: ['karotte/test:1'], Layers: ['abc/layer.tar'] }]));
+    const manifest = Buffer.from(
+      JSON.stringify([
+        { Config: `${configHex}.json`, RepoTags: ['karotte/test:1'], Layers: ['abc/layer.tar'] },
+      ]),
+    );
     const archive = `${fresh('docker')}.tar`;
     writeFileSync(
       archive,
@@ -319,14 +367,21 @@ describe.skipIf(!isRoot)('image import', () => {
     const layout = fresh('oci-src');
     const digest = await layoutOf(layout, [layer]);
     const ociArchive = `${fresh('oci')}.tar`;
-    expect(spawnSync('/usr/bin/tar', ['-C', layout, '-cf', ociArchive, 'oci-layout', 'index.json', 'blobs']).status).toBe(0);
+    expect(
+      spawnSync('/usr/bin/tar', ['-C', layout, '-cf', ociArchive, 'oci-layout', 'index.json', 'blobs'])
+        .status,
+    ).toBe(0);
     const oci = await importImage(ociArchive, { cacheDir, expectedDigest: digest });
     expect(oci.format).toBe('oci-archive');
     expect(readFileSync(path.join(oci.rootfs, 'etc/hello'), 'utf8')).toBe('from a docker archive\n');
   });
 
   it('what is not an image is refused by name', async () => {
-    await refused(importImage(path.join(base, 'karotte-missing'), { cacheDir }), 'IMAGE_INVALID', /does not exist/u);
+    await refused(
+      importImage(path.join(base, 'karotte-missing'), { cacheDir }),
+      'IMAGE_INVALID',
+      /does not exist/u,
+    );
     const empty = fresh('empty-dir');
     mkdirSync(empty);
     await refused(importImage(empty, { cacheDir }), 'IMAGE_INVALID', /not an OCI image layout/u);

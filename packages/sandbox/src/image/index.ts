@@ -5,6 +5,7 @@ export { ImageError } from './errors.js';
 export type { ImageErrorCode } from './errors.js';
 export {
   DEFAULT_IMAGE_CACHE_DIR,
+  IMAGE_MOUNT_POINTS,
   findCachedImage,
   imageLimitsSchema,
   importImage,

@@ -2,7 +2,16 @@
 // built on the machine (mmdebstrap's tarball) into an image `environment.image` can name,
 // without a container engine.
 import { createHash } from 'node:crypto';
-import { closeSync, copyFileSync, createReadStream, mkdirSync, openSync, readSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  createReadStream,
+  mkdirSync,
+  openSync,
+  readSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
@@ -66,7 +75,9 @@ export async function writeOciLayout(options: WriteOciLayoutOptions): Promise<st
     copyFileSync(layer, path.join(blobs, digest.slice('sha256:'.length)));
     const { size } = statSync(layer);
     layers.push({
-      mediaType: gzip ? 'application/vnd.oci.image.layer.v1.tar+gzip' : 'application/vnd.oci.image.layer.v1.tar',
+      mediaType: gzip
+        ? 'application/vnd.oci.image.layer.v1.tar+gzip'
+        : 'application/vnd.oci.image.layer.v1.tar',
       digest,
       size,
     });

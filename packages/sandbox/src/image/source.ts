@@ -6,7 +6,15 @@
 // Every small document (index, manifest, config) is read bounded, checked against its digest,
 // and parsed with the strict parser (duplicate keys refused).
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, fstatSync, openSync, readSync, statSync, type ReadStream } from 'node:fs';
+import {
+  closeSync,
+  createReadStream,
+  fstatSync,
+  openSync,
+  readSync,
+  statSync,
+  type ReadStream,
+} from 'node:fs';
 import path from 'node:path';
 import { parseJsonStrict, type JsonValue } from '@karotte/base';
 import { z } from 'zod';
@@ -49,7 +57,13 @@ const configSchema = z.looseObject({
   rootfs: z.looseObject({ type: z.string(), diff_ids: z.array(digestSchema) }),
 });
 const dockerManifestSchema = z
-  .array(z.looseObject({ Config: z.string(), Layers: z.array(z.string()), RepoTags: z.array(z.string()).nullish() }))
+  .array(
+    z.looseObject({
+      Config: z.string(),
+      Layers: z.array(z.string()),
+      RepoTags: z.array(z.string()).nullish(),
+    }),
+  )
   .min(1);
 
 /** The parts of an image config a sandbox honours. */
@@ -82,9 +96,17 @@ export interface ImageSource {
   readonly layers: readonly LayerBlob[];
 }
 
-function parseDocument<Schema extends z.ZodType>(bytes: Buffer, schema: Schema, what: string): z.output<Schema> {
-  const parsed = parseJsonStrict(bytes.toString('utf8'), { maxDepth: 32, maxStringLength: MAX_DOCUMENT_BYTES });
-  if (!parsed.ok) throw new ImageError('IMAGE_INVALID', `the image's ${what} is not valid JSON: ${parsed.reason}`);
+function parseDocument<Schema extends z.ZodType>(
+  bytes: Buffer,
+  schema: Schema,
+  what: string,
+): z.output<Schema> {
+  const parsed = parseJsonStrict(bytes.toString('utf8'), {
+    maxDepth: 32,
+    maxStringLength: MAX_DOCUMENT_BYTES,
+  });
+  if (!parsed.ok)
+    throw new ImageError('IMAGE_INVALID', `the image's ${what} is not valid JSON: ${parsed.reason}`);
   const result = schema.safeParse(parsed.value satisfies JsonValue);
   if (!result.success) {
     const issue = result.error.issues[0];
@@ -117,7 +139,8 @@ export function readSmallFile(file: string, what: string): Buffer {
   }
   try {
     const size = fstatSync(fd).size;
-    if (size > MAX_DOCUMENT_BYTES) throw new ImageError('IMAGE_INVALID', `the image's ${what} is over ${MAX_DOCUMENT_BYTES} bytes`);
+    if (size > MAX_DOCUMENT_BYTES)
+      throw new ImageError('IMAGE_INVALID', `the image's ${what} is over ${MAX_DOCUMENT_BYTES} bytes`);
     const buffer = Buffer.alloc(size);
     let got = 0;
     while (got < size) {
@@ -132,9 +155,13 @@ export function readSmallFile(file: string, what: string): Buffer {
 }
 
 function directoryStore(dir: string): BlobStore {
-  const at = (name: string): string => path.join(dir, ...name.split('/').filter((p) => p !== '' && p !== '.' && p !== '..'));
+  const at = (name: string): string =>
+    path.join(dir, ...name.split('/').filter((p) => p !== '' && p !== '.' && p !== '..'));
   return {
-    readFile: (name) => (statSync(at(name), { throwIfNoEntry: false })?.isFile() === true ? readSmallFile(at(name), name) : undefined),
+    readFile: (name) =>
+      statSync(at(name), { throwIfNoEntry: false })?.isFile() === true
+        ? readSmallFile(at(name), name)
+        : undefined,
     stream: (name) => createReadStream(at(name), { highWaterMark: 1024 * 1024 }),
     has: (name) => statSync(at(name), { throwIfNoEntry: false })?.isFile() === true,
   };
@@ -149,10 +176,17 @@ function archiveStore(file: string): BlobStore {
   }
   let entries: TarFileEntry[];
   try {
-    entries = walkTarFile(fd, fstatSync(fd).size, { maxEntries: MAX_ARCHIVE_ENTRIES, maxFileBytes: Number.MAX_SAFE_INTEGER });
+    entries = walkTarFile(fd, fstatSync(fd).size, {
+      maxEntries: MAX_ARCHIVE_ENTRIES,
+      maxFileBytes: Number.MAX_SAFE_INTEGER,
+    });
   } catch (error) {
     throw ImageError.isInstance(error)
-      ? new ImageError(error.code === 'IMAGE_TOO_LARGE' ? 'IMAGE_TOO_LARGE' : 'IMAGE_INVALID', `${file} is not an image archive: ${error.message}`, { cause: error })
+      ? new ImageError(
+          error.code === 'IMAGE_TOO_LARGE' ? 'IMAGE_TOO_LARGE' : 'IMAGE_INVALID',
+          `${file} is not an image archive: ${error.message}`,
+          { cause: error },
+        )
       : new ImageError('IMAGE_INVALID', `cannot read the image archive ${file}`, { cause: error });
   } finally {
     closeSync(fd);
@@ -160,19 +194,30 @@ function archiveStore(file: string): BlobStore {
   const files = new Map<string, TarFileEntry>();
   for (const entry of entries) {
     if (entry.header.type !== 'file') continue;
-    const name = entry.header.path.split('/').filter((p) => p !== '' && p !== '.').join('/');
+    const name = entry.header.path
+      .split('/')
+      .filter((p) => p !== '' && p !== '.')
+      .join('/');
     files.set(name, entry);
   }
-  const clean = (name: string): string => name.split('/').filter((p) => p !== '' && p !== '.').join('/');
+  const clean = (name: string): string =>
+    name
+      .split('/')
+      .filter((p) => p !== '' && p !== '.')
+      .join('/');
   return {
     readFile: (name) => {
       const entry = files.get(clean(name));
       if (entry === undefined) return undefined;
-      if (entry.header.size > MAX_DOCUMENT_BYTES) throw new ImageError('IMAGE_INVALID', `the image's ${name} is over ${MAX_DOCUMENT_BYTES} bytes`);
+      if (entry.header.size > MAX_DOCUMENT_BYTES)
+        throw new ImageError('IMAGE_INVALID', `the image's ${name} is over ${MAX_DOCUMENT_BYTES} bytes`);
       const buffer = Buffer.alloc(entry.header.size);
       const handle = openSync(file, 'r');
       try {
-        if (entry.header.size > 0 && readSync(handle, buffer, 0, entry.header.size, entry.offset) !== entry.header.size) {
+        if (
+          entry.header.size > 0 &&
+          readSync(handle, buffer, 0, entry.header.size, entry.offset) !== entry.header.size
+        ) {
           throw new ImageError('IMAGE_INVALID', `the image archive ${file} is truncated`);
         }
       } finally {
@@ -184,7 +229,11 @@ function archiveStore(file: string): BlobStore {
       const entry = files.get(clean(name));
       if (entry === undefined) throw new ImageError('IMAGE_INVALID', `the image archive has no ${name}`);
       if (entry.header.size === 0) return createReadStream(file, { start: 1, end: 0 });
-      return createReadStream(file, { start: entry.offset, end: entry.offset + entry.header.size - 1, highWaterMark: 1024 * 1024 });
+      return createReadStream(file, {
+        start: entry.offset,
+        end: entry.offset + entry.header.size - 1,
+        highWaterMark: 1024 * 1024,
+      });
     },
     has: (name) => files.has(clean(name)),
   };
@@ -194,15 +243,22 @@ const blobPath = (digest: string): string => `blobs/${digest.replace(':', '/')}`
 
 function readBlob(store: BlobStore, descriptor: Descriptor, what: string): Buffer {
   const bytes = store.readFile(blobPath(descriptor.digest));
-  if (bytes === undefined) throw new ImageError('IMAGE_INVALID', `the image has no blob ${descriptor.digest} (its ${what})`);
+  if (bytes === undefined)
+    throw new ImageError('IMAGE_INVALID', `the image has no blob ${descriptor.digest} (its ${what})`);
   const actual = sha256(bytes);
   if (actual !== descriptor.digest) {
-    throw new ImageError('IMAGE_DIGEST_MISMATCH', `the image's ${what} blob has digest ${actual}, not ${descriptor.digest}`);
+    throw new ImageError(
+      'IMAGE_DIGEST_MISMATCH',
+      `the image's ${what} blob has digest ${actual}, not ${descriptor.digest}`,
+    );
   }
   return bytes;
 }
 
-const INDEX_TYPES = new Set(['application/vnd.oci.image.index.v1+json', 'application/vnd.docker.distribution.manifest.list.v2+json']);
+const INDEX_TYPES = new Set([
+  'application/vnd.oci.image.index.v1+json',
+  'application/vnd.docker.distribution.manifest.list.v2+json',
+]);
 
 /** The one manifest of an index meant for linux/amd64 (descending into nested indexes once). */
 function pickManifest(store: BlobStore, manifests: readonly Descriptor[], depth = 0): Descriptor {
@@ -240,7 +296,10 @@ function ociImage(store: BlobStore, format: 'oci-layout' | 'oci-archive'): Image
   const manifest = parseDocument(readBlob(store, descriptor, 'manifest'), manifestSchema, 'manifest');
   const config = parseDocument(readBlob(store, manifest.config, 'config'), configSchema, 'config');
   if (config.rootfs.diff_ids.length !== manifest.layers.length) {
-    throw new ImageError('IMAGE_INVALID', `the image's manifest has ${manifest.layers.length} layers but its config ${config.rootfs.diff_ids.length}`);
+    throw new ImageError(
+      'IMAGE_INVALID',
+      `the image's manifest has ${manifest.layers.length} layers but its config ${config.rootfs.diff_ids.length}`,
+    );
   }
   checkPlatform(config);
   return {
@@ -249,7 +308,8 @@ function ociImage(store: BlobStore, format: 'oci-layout' | 'oci-archive'): Image
     configDigest: manifest.config.digest,
     config: runtimeConfig(config),
     layers: manifest.layers.map((layer, i) => {
-      if (!store.has(blobPath(layer.digest))) throw new ImageError('IMAGE_INVALID', `the image has no blob ${layer.digest} (layer ${i + 1})`);
+      if (!store.has(blobPath(layer.digest)))
+        throw new ImageError('IMAGE_INVALID', `the image has no blob ${layer.digest} (layer ${i + 1})`);
       return {
         digest: layer.digest,
         diffId: config.rootfs.diff_ids[i]!,
@@ -261,8 +321,14 @@ function ociImage(store: BlobStore, format: 'oci-layout' | 'oci-archive'): Image
 }
 
 function checkPlatform(config: z.infer<typeof configSchema>): void {
-  if ((config.os !== undefined && config.os !== 'linux') || (config.architecture !== undefined && config.architecture !== 'amd64')) {
-    throw new ImageError('IMAGE_INVALID', `the image is for ${config.os ?? '?'}/${config.architecture ?? '?'}, not linux/amd64`);
+  if (
+    (config.os !== undefined && config.os !== 'linux') ||
+    (config.architecture !== undefined && config.architecture !== 'amd64')
+  ) {
+    throw new ImageError(
+      'IMAGE_INVALID',
+      `the image is for ${config.os ?? '?'}/${config.architecture ?? '?'}, not linux/amd64`,
+    );
   }
 }
 
@@ -273,16 +339,23 @@ function dockerImage(store: BlobStore, manifestBytes: Buffer): ImageSource {
   }
   const entry = manifests[0]!;
   const configBytes = store.readFile(entry.Config);
-  if (configBytes === undefined) throw new ImageError('IMAGE_INVALID', `the docker archive has no ${entry.Config} (its config)`);
+  if (configBytes === undefined)
+    throw new ImageError('IMAGE_INVALID', `the docker archive has no ${entry.Config} (its config)`);
   const configDigest = sha256(configBytes);
   // The config's file name is its digest (`<hex>.json`, or `blobs/sha256/<hex>`): checked.
   const named = /([0-9a-f]{64})(?:\.json)?$/u.exec(entry.Config)?.[1];
   if (named !== undefined && `sha256:${named}` !== configDigest) {
-    throw new ImageError('IMAGE_DIGEST_MISMATCH', `the docker archive's config ${entry.Config} has digest ${configDigest}`);
+    throw new ImageError(
+      'IMAGE_DIGEST_MISMATCH',
+      `the docker archive's config ${entry.Config} has digest ${configDigest}`,
+    );
   }
   const config = parseDocument(configBytes, configSchema, 'config');
   if (config.rootfs.diff_ids.length !== entry.Layers.length) {
-    throw new ImageError('IMAGE_INVALID', `the docker archive lists ${entry.Layers.length} layers but its config ${config.rootfs.diff_ids.length}`);
+    throw new ImageError(
+      'IMAGE_INVALID',
+      `the docker archive lists ${entry.Layers.length} layers but its config ${config.rootfs.diff_ids.length}`,
+    );
   }
   checkPlatform(config);
   return {
@@ -291,7 +364,8 @@ function dockerImage(store: BlobStore, manifestBytes: Buffer): ImageSource {
     configDigest,
     config: runtimeConfig(config),
     layers: entry.Layers.map((name, i) => {
-      if (!store.has(name)) throw new ImageError('IMAGE_INVALID', `the docker archive has no ${name} (layer ${i + 1})`);
+      if (!store.has(name))
+        throw new ImageError('IMAGE_INVALID', `the docker archive has no ${name} (layer ${i + 1})`);
       const blobDigest = /^blobs\/sha256\/([0-9a-f]{64})$/u.exec(name)?.[1];
       return {
         digest: blobDigest === undefined ? undefined : `sha256:${blobDigest}`,
@@ -316,7 +390,10 @@ export function openImage(imagePath: string): ImageSource {
   if (stat.isDirectory()) {
     const store = directoryStore(imagePath);
     if (!store.has('oci-layout') || !store.has('index.json')) {
-      throw new ImageError('IMAGE_INVALID', `${imagePath} is not an OCI image layout (it has no oci-layout and index.json)`);
+      throw new ImageError(
+        'IMAGE_INVALID',
+        `${imagePath} is not an OCI image layout (it has no oci-layout and index.json)`,
+      );
     }
     return ociImage(store, 'oci-layout');
   }
@@ -325,5 +402,8 @@ export function openImage(imagePath: string): ImageSource {
   if (store.has('oci-layout') && store.has('index.json')) return ociImage(store, 'oci-archive');
   const dockerManifest = store.readFile('manifest.json');
   if (dockerManifest !== undefined) return dockerImage(store, dockerManifest);
-  throw new ImageError('IMAGE_INVALID', `${imagePath} is a tar archive but not an image (no index.json nor manifest.json)`);
+  throw new ImageError(
+    'IMAGE_INVALID',
+    `${imagePath} is a tar archive but not an image (no index.json nor manifest.json)`,
+  );
 }

@@ -68,11 +68,16 @@ function number(bytes: Buffer, what: string): number {
     }
     return value;
   }
-  const raw = bytes.toString('latin1').replace(/[\0 ]+$/u, '').replace(/^ +/u, '');
+  const raw = bytes
+    .toString('latin1')
+    .replace(/[\0 ]+$/u, '')
+    .replace(/^ +/u, '');
   if (raw === '') return 0;
-  if (!/^[0-7]+$/u.test(raw)) throw new ImageError('LAYER_MALFORMED', `a tar entry's ${what} is not a number`);
+  if (!/^[0-7]+$/u.test(raw))
+    throw new ImageError('LAYER_MALFORMED', `a tar entry's ${what} is not a number`);
   const value = Number.parseInt(raw, 8);
-  if (!Number.isSafeInteger(value)) throw new ImageError('LAYER_MALFORMED', `a tar entry's ${what} is too large`);
+  if (!Number.isSafeInteger(value))
+    throw new ImageError('LAYER_MALFORMED', `a tar entry's ${what} is too large`);
   return value;
 }
 
@@ -100,14 +105,18 @@ function parsePax(body: Buffer): Map<string, string> {
       throw new ImageError('LAYER_MALFORMED', 'a pax record has a bad length');
     }
     const record = body.subarray(space + 1, offset + length - 1);
-    if (body[offset + length - 1] !== 0x0a) throw new ImageError('LAYER_MALFORMED', 'a pax record is not terminated');
+    if (body[offset + length - 1] !== 0x0a)
+      throw new ImageError('LAYER_MALFORMED', 'a pax record is not terminated');
     const equals = record.indexOf(0x3d);
     if (equals === -1) throw new ImageError('LAYER_MALFORMED', 'a pax record has no value');
     const key = record.toString('latin1', 0, equals);
     const valueBytes = record.subarray(equals + 1);
     if (valueBytes.includes(0)) throw new ImageError('LAYER_MALFORMED', `the pax record ${key} holds a NUL`);
     if (key.startsWith('GNU.sparse.')) {
-      throw new ImageError('LAYER_UNSAFE', 'a layer holds a sparse file (GNU.sparse pax records): not supported');
+      throw new ImageError(
+        'LAYER_UNSAFE',
+        'a layer holds a sparse file (GNU.sparse pax records): not supported',
+      );
     }
     let value: string;
     try {
@@ -169,14 +178,20 @@ class Headers {
     const meta = META[flag];
     if (meta !== undefined) {
       if (size > MAX_META_BYTES) {
-        throw new ImageError('IMAGE_TOO_LARGE', `a tar ${meta} record of ${size} bytes is over ${MAX_META_BYTES}`);
+        throw new ImageError(
+          'IMAGE_TOO_LARGE',
+          `a tar ${meta} record of ${size} bytes is over ${MAX_META_BYTES}`,
+        );
       }
       return { meta, size };
     }
     if (flag === 'S') throw new ImageError('LAYER_UNSAFE', 'a layer holds a GNU sparse file: not supported');
     const type = TYPES[flag];
     if (type === undefined) {
-      throw new ImageError('LAYER_UNSAFE', `a layer holds a tar entry of unknown type ${JSON.stringify(flag)}`);
+      throw new ImageError(
+        'LAYER_UNSAFE',
+        `a layer holds a tar entry of unknown type ${JSON.stringify(flag)}`,
+      );
     }
     let name = text(block.subarray(0, 100), 'name');
     if (block.toString('latin1', 257, 262) === 'ustar') {
@@ -199,7 +214,10 @@ class Headers {
     if (path === '') throw new ImageError('LAYER_MALFORMED', 'a tar entry has an empty name');
     this.entries += 1;
     if (this.entries > this.limits.maxEntries) {
-      throw new ImageError('IMAGE_TOO_LARGE', `the image has more than ${this.limits.maxEntries} entries (a tar bomb?)`);
+      throw new ImageError(
+        'IMAGE_TOO_LARGE',
+        `the image has more than ${this.limits.maxEntries} entries (a tar bomb?)`,
+      );
     }
     if (type === 'file' && bodySize > this.limits.maxFileBytes) {
       throw new ImageError(
@@ -242,7 +260,13 @@ const padOf = (size: number): number => (BLOCK - (size % BLOCK)) % BLOCK;
 type Phase =
   | { readonly kind: 'header' }
   | { readonly kind: 'body'; remaining: number; readonly padding: number; readonly toSink: boolean }
-  | { readonly kind: 'meta'; readonly which: MetaKind; readonly size: number; readonly parts: Buffer[]; got: number }
+  | {
+      readonly kind: 'meta';
+      readonly which: MetaKind;
+      readonly size: number;
+      readonly parts: Buffer[];
+      got: number;
+    }
   | { readonly kind: 'padding'; remaining: number }
   | { readonly kind: 'end' };
 
@@ -419,7 +443,8 @@ export function tarHeader(entry: {
   let prefix = '';
   if (Buffer.byteLength(name) > 100) {
     const cut = name.lastIndexOf('/', 155);
-    if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100) throw new ImageError('IMAGE_INVALID', `tar name too long: ${name}`);
+    if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100)
+      throw new ImageError('IMAGE_INVALID', `tar name too long: ${name}`);
     prefix = name.slice(0, cut);
     name = name.slice(cut + 1);
   }

@@ -76,10 +76,16 @@ export function entryParts(name: string, what = 'path'): string[] {
   }
   const parts = name.split('/').filter((part) => part !== '' && part !== '.');
   if (parts.includes('..')) {
-    throw new ImageError('LAYER_UNSAFE', `a layer entry's ${what} ${JSON.stringify(name)} climbs out with "..": refused`);
+    throw new ImageError(
+      'LAYER_UNSAFE',
+      `a layer entry's ${what} ${JSON.stringify(name)} climbs out with "..": refused`,
+    );
   }
   if (parts.length > MAX_DEPTH) {
-    throw new ImageError('IMAGE_TOO_LARGE', `a layer entry's ${what} is deeper than ${MAX_DEPTH} directories`);
+    throw new ImageError(
+      'IMAGE_TOO_LARGE',
+      `a layer entry's ${what} is deeper than ${MAX_DEPTH} directories`,
+    );
   }
   return parts;
 }
@@ -93,7 +99,11 @@ function lstatOrUndefined(p: string): Stats | undefined {
  * the tree: symlinks on the way resolved as if `root` were `/`; missing directories created
  * (0755) when `create`. Returns undefined when a component is missing and `create` is false.
  */
-export function resolveDirInRoot(root: string, parts: readonly string[], create: boolean): string | undefined {
+export function resolveDirInRoot(
+  root: string,
+  parts: readonly string[],
+  create: boolean,
+): string | undefined {
   const stack: string[] = [];
   const todo = [...parts].reverse();
   let links = 0;
@@ -115,7 +125,8 @@ export function resolveDirInRoot(root: string, parts: readonly string[], create:
     }
     if (stat.isSymbolicLink()) {
       links += 1;
-      if (links > MAX_LINKS) throw new ImageError('LAYER_UNSAFE', `too many symlinks on the way to ${parts.join('/')}`);
+      if (links > MAX_LINKS)
+        throw new ImageError('LAYER_UNSAFE', `too many symlinks on the way to ${parts.join('/')}`);
       const target = readlinkSync(here);
       if (target.startsWith('/')) stack.length = 0;
       for (const next of target.split('/').reverse()) todo.push(next);
@@ -123,7 +134,10 @@ export function resolveDirInRoot(root: string, parts: readonly string[], create:
     }
     if (!stat.isDirectory()) {
       if (!create) return undefined;
-      throw new ImageError('LAYER_UNSAFE', `a layer entry lies under ${JSON.stringify(parts.join('/'))}, which is not a directory`);
+      throw new ImageError(
+        'LAYER_UNSAFE',
+        `a layer entry lies under ${JSON.stringify(parts.join('/'))}, which is not a directory`,
+      );
     }
     stack.push(part);
   }
@@ -179,7 +193,10 @@ export class LayerUnpacker implements TarSink {
   entry(header: TarHeader): void {
     this.report.entries += 1;
     if (this.report.entries > this.limits.maxEntries) {
-      throw new ImageError('IMAGE_TOO_LARGE', `the image has more than ${this.limits.maxEntries} entries (a tar bomb?)`);
+      throw new ImageError(
+        'IMAGE_TOO_LARGE',
+        `the image has more than ${this.limits.maxEntries} entries (a tar bomb?)`,
+      );
     }
     const parts = entryParts(header.path);
     if (parts.length === 0) {
@@ -218,7 +235,10 @@ export class LayerUnpacker implements TarSink {
       case 'file': {
         this.report.bytes += header.size;
         if (this.report.bytes > this.limits.maxTotalBytes) {
-          throw new ImageError('IMAGE_TOO_LARGE', `the image's files are over the budget of ${this.limits.maxTotalBytes} bytes in all`);
+          throw new ImageError(
+            'IMAGE_TOO_LARGE',
+            `the image's files are over the budget of ${this.limits.maxTotalBytes} bytes in all`,
+          );
         }
         if (existing !== undefined) removeAt(target);
         // O_EXCL: never through a symlink someone put back in the meantime.
@@ -229,13 +249,15 @@ export class LayerUnpacker implements TarSink {
       }
       case 'symlink': {
         if (existing !== undefined) removeAt(target);
-        if (header.linkName === '') throw new ImageError('LAYER_MALFORMED', `the symlink ${JSON.stringify(header.path)} has no target`);
+        if (header.linkName === '')
+          throw new ImageError('LAYER_MALFORMED', `the symlink ${JSON.stringify(header.path)} has no target`);
         symlinkSync(header.linkName, target);
         return;
       }
       case 'hardlink': {
         const linkParts = entryParts(header.linkName, 'hard link target');
-        if (linkParts.length === 0) throw new ImageError('LAYER_UNSAFE', `the hard link ${JSON.stringify(header.path)} has no target`);
+        if (linkParts.length === 0)
+          throw new ImageError('LAYER_UNSAFE', `the hard link ${JSON.stringify(header.path)} has no target`);
         const linkDir = resolveDirInRoot(this.root, linkParts.slice(0, -1), false);
         const source = linkDir === undefined ? undefined : path.join(linkDir, linkParts.at(-1)!);
         const stat = source === undefined ? undefined : lstatOrUndefined(source);
@@ -267,7 +289,8 @@ export class LayerUnpacker implements TarSink {
     let offset = 0;
     while (offset < chunk.length) {
       const piece = chunk.subarray(offset, offset + ZERO.length);
-      if (!(piece.length === ZERO.length && piece.equals(ZERO))) writeSync(file.fd, piece, 0, piece.length, file.position);
+      if (!(piece.length === ZERO.length && piece.equals(ZERO)))
+        writeSync(file.fd, piece, 0, piece.length, file.position);
       file.position += piece.length;
       offset += piece.length;
     }
@@ -298,4 +321,40 @@ export class LayerUnpacker implements TarSink {
     if (setid !== 0) this.report.strippedSetid += 1;
     return header.mode & (header.type === 'directory' ? 0o1777 : 0o777);
   }
+}
+
+/**
+ * The host path of `target` (absolute, as a process chrooted into `root` names it), every
+ * symlink on the way and at its end resolved inside `root`; undefined when it does not exist.
+ */
+export function resolveInRoot(root: string, target: string): string | undefined {
+  let parts = target.split('/').filter((part) => part !== '' && part !== '.');
+  for (let links = 0; links <= MAX_LINKS; links += 1) {
+    if (parts.length === 0) return root;
+    const dir = resolveDirInRoot(root, parts.slice(0, -1), false);
+    if (dir === undefined) return undefined;
+    const name = parts.at(-1)!;
+    if (name === '..') return resolveDirInRoot(root, parts, false);
+    const here = path.join(dir, name);
+    const stat = lstatOrUndefined(here);
+    if (stat === undefined) return undefined;
+    if (!stat.isSymbolicLink()) return here;
+    const link = readlinkSync(here);
+    const base = link.startsWith('/')
+      ? []
+      : path
+          .relative(root, dir)
+          .split('/')
+          .filter((part) => part !== '');
+    parts = [...base, ...link.split('/')].filter((part) => part !== '' && part !== '.');
+  }
+  return undefined;
+}
+
+/** True when `target` resolves inside `root` to a regular file anyone may execute. */
+export function isExecutableInRoot(root: string, target: string): boolean {
+  const at = resolveInRoot(root, target);
+  if (at === undefined) return false;
+  const stat = lstatOrUndefined(at);
+  return stat?.isFile() === true && (stat.mode & 0o001) !== 0;
 }

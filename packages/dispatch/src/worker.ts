@@ -546,6 +546,9 @@ export function createWorker(options: WorkerOptions): DispatchWorker {
       concurrency: o.concurrency,
       name,
       lockDuration: o.lockMs,
+      // Renew every quarter of the lock (BullMQ's default is half): a renewal the watchdog has
+      // not seen for fenceFraction of the lock then means Redis is away, not a slow timer.
+      lockRenewTime: Math.floor(o.lockMs / 4),
       stalledInterval: o.stalledMs,
       maxStalledCount: o.maxStalled,
       maxStartedAttempts: o.maxStartedAttempts,
@@ -596,7 +599,7 @@ export function createWorker(options: WorkerOptions): DispatchWorker {
     await worker.waitUntilReady();
     connected = true;
     lag.enable();
-    // The lease watchdog: BullMQ renews every lockMs/4 to lockMs/2; a renewal that has not
+    // The lease watchdog: BullMQ renews about every lockMs/4 (lockRenewTime); a renewal that has not
     // been confirmed for fenceFraction·lockMs means the lock may be gone, and another worker
     // may already run the episode: stop this copy now, before its lock is sure to be lost.
     const watchdogMs = Math.max(50, Math.min(250, Math.floor(o.lockMs / 20)));

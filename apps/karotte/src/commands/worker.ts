@@ -117,6 +117,26 @@ function describe(event: WorkerEvent): string {
   return [name, ...fields].join(' ');
 }
 
+/** The flags of `karotte worker` (the deploy manifests' unit test checks them against these). */
+export const WORKER_FLAGS = {
+  ...REDIS_FLAGS,
+  tasks: { type: 'string' },
+  concurrency: { type: 'string' },
+  name: { type: 'string' },
+  artifacts: { type: 'string' },
+  'lock-ms': { type: 'string' },
+  'stalled-ms': { type: 'string' },
+  'max-stalled': { type: 'string' },
+  'drain-timeout-ms': { type: 'string' },
+  'max-episodes': { type: 'string' },
+  'exit-when-drained': { type: 'boolean' },
+  'idle-ms': { type: 'string' },
+  'metrics-port': { type: 'string' },
+  'metrics-host': { type: 'string' },
+  'no-startup-check': { type: 'boolean' },
+  json: { type: 'boolean' },
+} as const;
+
 export const workerCommand: Command = {
   summary: 'take episodes from a Redis queue (BullMQ) and run them here, until SIGTERM',
   help: [
@@ -149,28 +169,7 @@ export const workerCommand: Command = {
     'be reclaimed or Redis cannot be reached, 2 on invalid arguments.',
   ].join('\n'),
   async run(argv, { io }) {
-    const flags = parseFlags(
-      argv,
-      {
-        ...REDIS_FLAGS,
-        tasks: { type: 'string' },
-        concurrency: { type: 'string' },
-        name: { type: 'string' },
-        artifacts: { type: 'string' },
-        'lock-ms': { type: 'string' },
-        'stalled-ms': { type: 'string' },
-        'max-stalled': { type: 'string' },
-        'drain-timeout-ms': { type: 'string' },
-        'max-episodes': { type: 'string' },
-        'exit-when-drained': { type: 'boolean' },
-        'idle-ms': { type: 'string' },
-        'metrics-port': { type: 'string' },
-        'metrics-host': { type: 'string' },
-        'no-startup-check': { type: 'boolean' },
-        json: { type: 'boolean' },
-      },
-      ['tasks'],
-    );
+    const flags = parseFlags(argv, WORKER_FLAGS, ['tasks']);
     const redis = await redisTargetFromFlags(flags);
     const concurrency =
       flags.concurrency === 'auto'

@@ -32,6 +32,15 @@ export type {
   RunRequestBody,
 } from './schemas.js';
 export { worldFingerprint } from './fingerprint.js';
+export { OPENENV_ERROR_CODES, openEnvResetDataSchema, parseOpenEnvFrame } from './openenv-protocol.js';
+export type {
+  OpenEnvErrorCode,
+  OpenEnvErrorData,
+  OpenEnvRequest,
+  OpenEnvResetData,
+  ParsedFrame,
+} from './openenv-protocol.js';
+export { MCP_CALL_ID_META, MAX_MCP_SESSIONS_PER_EPISODE } from './mcp.js';
 export { MAX_EVENTS_PER_EPISODE } from './session.js';
 export type { ServedEvent } from './session.js';
 export {

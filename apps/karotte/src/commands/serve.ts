@@ -30,6 +30,11 @@ export const serveCommand: Command = {
     'down. As root, what an earlier server killed with SIGKILL left behind (sandboxes, cgroups,',
     'mounts) is reclaimed before listening. SIGTERM or SIGINT stops accepting, cancels every live',
     'episode, tears its sandbox down and exits 0.',
+    '',
+    'The same server speaks OpenEnv and MCP (contract section 15): an OpenEnv client given the base',
+    'URL http://<address>/openenv/<token> drives one episode per WebSocket (reset with a taskId and',
+    'a seed, step with an assistant message, state, close), and /v1/episodes/<id>/mcp is the MCP',
+    "server (Streamable HTTP, the same bearer token) of that episode's tools.",
   ].join('\n'),
   async run(argv, { io }) {
     const flags = parseFlags(

@@ -1,0 +1,149 @@
+// The worker of the package in this process, against a real redis-server the test starts on
+// loopback: the operations surface (/healthz, /readyz, Prometheus /metrics), the startup check
+// and reclaim, and the client's reconciled results. Episodes are real sandboxed episodes.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import process from 'node:process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  autoConcurrency,
+  createDispatchClient,
+  createWorker,
+  parseRedisUrl,
+  type WorkerEvent,
+} from './index.js';
+
+const isRoot = process.getuid?.() === 0;
+const haveRedis = fs.existsSync('/usr/bin/redis-server');
+if ((!isRoot || !haveRedis) && process.env['CI'] !== 'true')
+  console.log(
+    `[karotte] dispatch worker tests skipped: ${!isRoot ? 'they need root (sandboxes)' : 'no /usr/bin/redis-server'}`,
+  );
+
+const EXAMPLES = path.resolve(import.meta.dirname, '../../../apps/karotte/examples');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => {
+        resolve(port);
+      });
+    });
+  });
+}
+
+describe.skipIf(!isRoot || !haveRedis)(
+  'createWorker (in process, real Redis on loopback)',
+  { timeout: 120_000 },
+  () => {
+    let dir: string;
+    let port: number;
+    let redis: ReturnType<typeof spawn>;
+
+    beforeAll(async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-dispatch-worker-'));
+      fs.mkdirSync(path.join(dir, 'tasks'));
+      fs.symlinkSync(path.join(EXAMPLES, 'quarterly-revenue'), path.join(dir, 'tasks', 'quarterly-revenue'));
+      port = await freePort();
+      redis = spawn(
+        '/usr/bin/redis-server',
+        ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir],
+        {
+          stdio: 'ignore',
+        },
+      );
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const up = await new Promise<boolean>((resolve) => {
+          const s = net.connect(port, '127.0.0.1', () => {
+            s.end();
+            resolve(true);
+          });
+          s.once('error', () => {
+            resolve(false);
+          });
+        });
+        if (up) break;
+        if (Date.now() > deadline) throw new Error('redis-server did not listen');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }, 30_000);
+
+    afterAll(async () => {
+      if (redis.exitCode === null) {
+        const exited = new Promise((r) => redis.once('exit', r));
+        redis.kill('SIGTERM');
+        await exited;
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('passes the startup check, reclaims first, serves /healthz /readyz /metrics, counts the episode, and is not ready while it drains', async () => {
+      const target = parseRedisUrl(`redis://127.0.0.1:${port}`);
+      const events: WorkerEvent[] = [];
+      const worker = createWorker({
+        redis: target,
+        queue: 'ops',
+        tasksDir: path.join(dir, 'tasks'),
+        artifactsDir: path.join(dir, 'artifacts'),
+        name: 'ops-worker',
+        metricsPort: 0,
+        lockMs: 5_000,
+        onEvent: (e) => events.push(e),
+      });
+      const client = createDispatchClient({ redis: target, queue: 'ops' });
+      try {
+        await worker.start();
+        expect(events.map((e) => e.event).slice(0, 2)).toEqual(['reclaimed', 'ready']);
+        const base = `http://127.0.0.1:${worker.healthPort()!}`;
+        expect((await fetch(`${base}/healthz`)).status).toBe(200);
+        expect((await fetch(`${base}/readyz`)).status).toBe(200);
+        expect((await fetch(`${base}/nope`)).status).toBe(404);
+        const control = JSON.parse(
+          fs.readFileSync(path.join(EXAMPLES, 'quarterly-revenue', 'control.json'), 'utf8'),
+        ) as never[];
+        const ids = await client.submit({
+          runId: 'ops',
+          task: { id: 'quarterly-revenue' },
+          agent: { kind: 'replay', messages: control },
+        });
+        const progress: number[] = [];
+        const reports = await client.waitForResults('ops', {
+          onProgress: (p) => progress.push(p.done),
+          pollMs: 200,
+        });
+        expect(reports.map((r) => [r.episodeId, r.result?.status, r.accepted?.worker])).toEqual([
+          [ids[0], 'passed', 'ops-worker'],
+        ]);
+        expect(progress.at(-1)).toBe(1);
+        const metrics = await (await fetch(`${base}/metrics`)).text();
+        expect(metrics).toContain('karotte_episodes_total{queue="ops",status="passed"} 1');
+        expect(metrics).toContain('karotte_episodes_active 0');
+        expect(metrics).toContain('karotte_worker_ready 1');
+        expect(metrics).toMatch(/karotte_episode_seconds_count\{phase="attempt"\} 1/);
+        expect(metrics).toContain('karotte_lock_lost_total{how="watchdog"} 0');
+        const drained = worker.drain();
+        expect(worker.ready()).toBe(false);
+        await drained;
+        await worker.closed;
+        expect(events.at(-1)?.event).toBe('closed');
+      } finally {
+        await worker.drain();
+        await client.close();
+      }
+    });
+
+    it('--concurrency auto: at least 1, at most four per CPU, bounded by memory', () => {
+      const n = autoConcurrency();
+      expect(n).toBeGreaterThanOrEqual(1);
+      expect(n).toBeLessThanOrEqual(os.availableParallelism() * 4);
+      expect(autoConcurrency(os.totalmem())).toBe(1);
+    });
+  },
+);

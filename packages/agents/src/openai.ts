@@ -1,5 +1,9 @@
 import { parseOptions } from '@karotte/base';
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
+// The SDK is imported when an agent is made (createOpenAIAgent), not when this package is: a
+// replay episode, `karotte --version` or a trainer using only the scripted server never loads it.
+import type OpenAI from 'openai';
+
+type Sdk = typeof import('openai');
 import { z } from 'zod';
 import { readApiKey } from './api-key.js';
 import {
@@ -191,7 +195,8 @@ type Options = z.output<typeof openAIAgentOptionsSchema>;
 export async function createOpenAIAgent(options: OpenAIAgentOptions): Promise<Agent> {
   const parsed = parseOptions(openAIAgentOptionsSchema, options, 'openai agent options');
   const apiKey = await readApiKey(parsed);
-  return new OpenAIAgent(parsed, apiKey);
+  const sdk = await import('openai');
+  return new OpenAIAgent(parsed, apiKey, sdk);
 }
 
 class OpenAIAgent implements Agent {
@@ -203,12 +208,13 @@ class OpenAIAgent implements Agent {
   constructor(
     private readonly options: Options,
     private readonly apiKey: string,
+    private readonly sdk: Sdk,
   ) {
     this.name = options.name;
     this.policy = options.retry;
     // Every setting the SDK would otherwise read from the environment is given: nothing of the
     // harness's environment (OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_LOG, …) changes a request.
-    this.client = new OpenAI({
+    this.client = new sdk.OpenAI({
       apiKey,
       adminAPIKey: null,
       organization: null,
@@ -329,7 +335,7 @@ class OpenAIAgent implements Agent {
     // streamed body too. Both are the same limit.
     const timer = new AbortController();
     const timeout = setTimeout(() => {
-      timer.abort(new APIConnectionTimeoutError({ message: 'Request timed out.' }));
+      timer.abort(new this.sdk.APIConnectionTimeoutError({ message: 'Request timed out.' }));
     }, this.options.timeoutMs);
     const signal = AbortSignal.any([request.abortSignal, timer.signal]);
     try {
@@ -365,7 +371,7 @@ class OpenAIAgent implements Agent {
   }
 
   private classify(error: unknown): AttemptFailure {
-    if (error instanceof APIConnectionTimeoutError) {
+    if (error instanceof this.sdk.APIConnectionTimeoutError) {
       return {
         kind: 'timeout',
         httpStatus: null,
@@ -373,7 +379,7 @@ class OpenAIAgent implements Agent {
         message: `no complete answer within ${this.options.timeoutMs} ms`,
       };
     }
-    if (error instanceof APIConnectionError) {
+    if (error instanceof this.sdk.APIConnectionError) {
       const kind = kindOfConnectionFailure(error);
       const codes = [...new Set(causeCodes(error))].join(', ');
       return {
@@ -383,7 +389,7 @@ class OpenAIAgent implements Agent {
         message: `${kind === 'unreachable' ? 'the endpoint is unreachable' : 'the connection failed'}${codes === '' ? '' : ` (${codes})`}: ${this.redact(error.message)}`,
       };
     }
-    if (error instanceof APIError) {
+    if (error instanceof this.sdk.APIError) {
       if (typeof error.status === 'number') {
         return {
           kind: kindOfStatus(error.status),

@@ -26,6 +26,8 @@ import {
   ALWAYS_COVERED,
   buildSyscallFilter,
   hostViewHidden,
+  IMAGE_ROOT,
+  imageBinds,
   planMounts,
   resolveSandboxBinaries,
   type IdentityLease,
@@ -57,8 +59,52 @@ const GRADER_PATH = '/usr/local/bin:/usr/bin:/bin';
 
 export const executableJudgeOptionsSchema = z
   .object({
-    /** Absolute path of the grader program (a JavaScript module for the default interpreter). */
-    program: z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path'),
+    /** Absolute path of the grader program (a JavaScript module for the default interpreter). Exactly one of `program` and `command`. */
+    program: z
+      .string()
+      .refine((p) => path.isAbsolute(p), 'must be an absolute path')
+      .optional(),
+    /**
+     * The grader's argv instead of `program` (a grader in any language: `["python3",
+     * "grade.py"]`), run as the grader's fresh uid with the copy of `taskDir` as its working
+     * directory. A bare name is looked up in `searchPath`: on the host view it must resolve to
+     * a trusted binary (root-owned system directories), in an image the image's own.
+     */
+    command: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .refine((a) => !a.includes('\0'), 'must not contain NUL'),
+      )
+      .min(1)
+      .max(256)
+      .optional(),
+    /**
+     * For `command`: a directory copied (read-only to the grader, without its top-level
+     * `student/` and `hidden/`, execute bits kept) as the command's working directory.
+     */
+    taskDir: z
+      .string()
+      .refine((p) => path.isAbsolute(p), 'must be an absolute path')
+      .optional(),
+    /**
+     * An image's unpacked tree (`importImage()` of `@karotte/sandbox/image`): the grader's root
+     * is that image, as the student's is (isolation `sandbox` only). Inside it the inputs are
+     * at `/karotte/submission`, `/karotte/hidden`, the score file at `/karotte/out/score.json`,
+     * the task copy at `/karotte/task`, HOME and TMPDIR `/tmp`.
+     */
+    rootfs: z
+      .string()
+      .refine((p) => path.isAbsolute(p), 'must be an absolute path')
+      .optional(),
+    /**
+     * PATH of a `command` grader (its lookup of a bare name). @default '/usr/local/bin:/usr/bin:/bin'
+     */
+    searchPath: z
+      .string()
+      .regex(/^\/[^:\0]*(?::\/[^:\0]*)*$/u, 'must be absolute directories joined by ":"')
+      .optional(),
     /**
      * Absolute path of the interpreter. Never looked up on PATH. It must be a system install
      * (see `checkGraderInterpreter`): the path and its resolved target root-owned and
@@ -171,7 +217,15 @@ export const executableJudgeOptionsSchema = z
      */
     score: scoreLimitsSchema.default({ maxMetadataBytes: 64 * KiB, maxMetadataDepth: 8 }),
   })
-  .strict();
+  .strict()
+  .superRefine((options, ctx) => {
+    if ((options.program === undefined) === (options.command === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['program'], message: 'give exactly one of program and command' });
+    }
+    if (options.rootfs !== undefined && options.isolation === 'process') {
+      ctx.addIssue({ code: 'custom', path: ['rootfs'], message: 'an image root needs isolation "sandbox"' });
+    }
+  });
 
 export type ExecutableJudgeOptions = z.input<typeof executableJudgeOptionsSchema>;
 type Resolved = z.output<typeof executableJudgeOptionsSchema>;
@@ -200,13 +254,21 @@ export function createExecutableJudge(options: ExecutableJudgeOptions): Judge {
       { field: 'workDir' },
     );
   }
-  if (resolved.interpreter === undefined && !/\.(?:mjs|cjs|js)$/.test(resolved.program)) {
+  if (
+    resolved.program !== undefined &&
+    resolved.interpreter === undefined &&
+    !/\.(?:mjs|cjs|js)$/.test(resolved.program)
+  ) {
     throw new BadArgumentError(
       `program ${resolved.program} is not a JavaScript module: name its interpreter (an absolute path)`,
       { field: 'interpreter' },
     );
   }
-  const name = resolved.name ?? `executable:${path.basename(resolved.program)}`;
+  const name =
+    resolved.name ??
+    (resolved.program === undefined
+      ? `command:${path.basename(resolved.command![0]!)}`
+      : `executable:${path.basename(resolved.program)}`);
   return {
     kind: 'executable',
     name,
@@ -214,6 +276,11 @@ export function createExecutableJudge(options: ExecutableJudgeOptions): Judge {
     // The same checks as the start of every evaluation, for a caller that wants to refuse an
     // episode before it runs rather than learn at its end that it cannot be graded.
     preflight: async () => {
+      if (resolved.program === undefined) {
+        commandArgv(resolved);
+        if (resolved.taskDir !== undefined) await checkDir(resolved.taskDir);
+        return;
+      }
       await checkProgram(resolved.program);
       await assertTrustedInterpreter(resolved.interpreter ?? process.execPath, resolved.isolation);
     },
@@ -256,6 +323,38 @@ async function checkProgram(program: string): Promise<void> {
     throw new GraderError('GRADER_NOT_FOUND', `grader program ${program} is not a regular file`);
 }
 
+async function checkDir(dir: string): Promise<void> {
+  const stats = await stat(dir).catch(() => undefined);
+  if (stats?.isDirectory() !== true)
+    throw new GraderError('GRADER_NOT_FOUND', `task directory ${dir} is not a directory`);
+}
+
+/**
+ * The argv of a `command` grader: on the host view a bare name becomes the trusted binary of
+ * that name (never a PATH lookup of the harness's); in an image the image's PATH finds it.
+ */
+function commandArgv(resolved: Resolved): [string, ...string[]] {
+  const [first, ...rest] = resolved.command!;
+  if (resolved.rootfs !== undefined || first!.includes('/')) return [first!, ...rest];
+  try {
+    return [resolveTrustedBinary(first!), ...rest];
+  } catch (error) {
+    throw new GraderError(
+      'GRADER_NOT_FOUND',
+      `the grader command ${first!} is not a trusted binary of this host (root-owned system directories)`,
+      { cause: error },
+    );
+  }
+}
+
+/** Where a grader in an image finds its inputs (mount points every imported image has). */
+const IMAGE_PLACES = {
+  submission: '/karotte/submission',
+  hidden: '/karotte/hidden',
+  task: '/karotte/task',
+  out: '/karotte/out',
+} as const;
+
 /** Make sure the base directory is root-owned and not writable by anyone else. */
 async function prepareWorkDir(workDir: string, sandbox: boolean): Promise<void> {
   if (!sandbox) return;
@@ -289,7 +388,10 @@ function resolveBinaries(): SandboxBinaries {
 interface GradingPaths {
   readonly submissionDir: string;
   readonly hiddenDir: string;
-  readonly programCopy: string;
+  /** The program's copy; undefined for a `command` grader. */
+  readonly programCopy: string | undefined;
+  /** The task directory's copy (a `command` grader's working directory), when there is one. */
+  readonly taskCopy: string | undefined;
   readonly home: string;
 }
 
@@ -339,16 +441,33 @@ async function copyInputs(
   } else {
     await mkdir(hiddenDir, { mode: modes.dirMode });
   }
-  const programCopy = path.join(programDir, path.basename(resolved.program));
-  await mkdir(programDir, { mode: 0o700 });
-  await copyFile(resolved.program, programCopy, constants.COPYFILE_EXCL);
-  await chownAndMode(programCopy, owner, modes.fileMode);
-  await chownAndMode(programDir, owner, modes.dirMode);
+  let programCopy: string | undefined;
+  if (resolved.program !== undefined) {
+    programCopy = path.join(programDir, path.basename(resolved.program));
+    await mkdir(programDir, { mode: 0o700 });
+    await copyFile(resolved.program, programCopy, constants.COPYFILE_EXCL);
+    await chownAndMode(programCopy, owner, modes.fileMode);
+    await chownAndMode(programDir, owner, modes.dirMode);
+  }
+  let taskCopy: string | undefined;
+  if (resolved.taskDir !== undefined) {
+    taskCopy = path.join(root, 'task');
+    const copied = await copyTree(resolved.taskDir, taskCopy, {
+      ...owner,
+      ...modes,
+      maxEntries: 100_000,
+      keepExecutable: true,
+      excludeTopLevel: ['student', 'hidden'],
+    });
+    if (!copied.ok)
+      throw new GraderError('SETUP_FAILED', `cannot copy the task directory: ${copied.message}`);
+    await chownAndMode(taskCopy, owner, modes.dirMode);
+  }
   await chownAndMode(submissionDir, owner, modes.dirMode);
   await chownAndMode(hiddenDir, owner, modes.dirMode);
   await mkdir(home, { mode: 0o700 });
 
-  return { submissionDir, hiddenDir, programCopy, home };
+  return { submissionDir, hiddenDir, programCopy, taskCopy, home };
 }
 
 /**
@@ -363,7 +482,7 @@ async function graderMountPlan(
   interpreter: string,
   paths: GradingPaths & { readonly scoreDir: string; readonly scoreFile: string },
 ): Promise<MountPlan> {
-  const { submissionDir, hiddenDir, programCopy, scoreDir, scoreFile, home } = paths;
+  const { submissionDir, hiddenDir, programCopy, taskCopy, scoreDir, scoreFile, home } = paths;
   const tmpfsBytes = resolved.tmpfsBytes ?? resolved.memoryBytes;
   const tmpfs: TmpfsMount[] = [];
   for (const dir of SCRATCH_DIRS) {
@@ -380,9 +499,9 @@ async function graderMountPlan(
   const needed = [
     interpreter,
     ...(await Promise.all(
-      [submissionDir, hiddenDir, programCopy, interpreter, scoreFile, home].map((p) =>
-        realpath(p).catch(() => p),
-      ),
+      [submissionDir, hiddenDir, programCopy, taskCopy, interpreter, scoreFile, home]
+        .filter((p): p is string => p !== undefined)
+        .map((p) => realpath(p).catch(() => p)),
     )),
   ];
   const covers = [...ALWAYS_COVERED, ...hostViewHidden('system'), '/home'].filter(
@@ -390,12 +509,30 @@ async function graderMountPlan(
   );
   const emptyFile = path.join(root, 'empty');
   await writeFile(emptyFile, '', { mode: 0o000, flag: 'wx' });
+  // In an image: the tree read-only as the grader's root, the world's /proc, /dev, scratch
+  // tmpfs and the inputs bound into it at fixed places (IMAGE_PLACES).
+  const image =
+    resolved.rootfs === undefined
+      ? undefined
+      : imageBinds(
+          resolved.rootfs,
+          [
+            { source: submissionDir, target: IMAGE_PLACES.submission, writable: false, noexec: true },
+            { source: hiddenDir, target: IMAGE_PLACES.hidden, writable: false, noexec: true },
+            ...(taskCopy === undefined
+              ? []
+              : [{ source: taskCopy, target: IMAGE_PLACES.task, writable: false }]),
+            { source: scoreDir, target: IMAGE_PLACES.out, writable: true },
+          ],
+          { dev: true },
+        );
   return planMounts({
     hostname: 'karotte-grader',
     loopback: true,
     dev: { maxPtys: 8 },
     tmpfs,
-    binds: [],
+    earlyBinds: image?.earlyBinds ?? [],
+    binds: image?.binds ?? [],
     keepWritable: [scoreDir],
     covers,
     emptyFile,
@@ -429,8 +566,11 @@ async function runExecutable(
         'the grader sandbox needs root (use isolation: "process" without it)',
       );
     }
-    await checkProgram(resolved.program);
-    await assertTrustedInterpreter(interpreter, resolved.isolation);
+    if (resolved.program !== undefined) {
+      await checkProgram(resolved.program);
+      await assertTrustedInterpreter(interpreter, resolved.isolation);
+    } else if (resolved.taskDir !== undefined) await checkDir(resolved.taskDir);
+    const commandLine = resolved.command === undefined ? undefined : commandArgv(resolved);
     if (sandboxed) {
       binaries = resolveBinaries();
       if (process.arch !== 'x64') {
@@ -465,7 +605,7 @@ async function runExecutable(
     const owner = { uid: process.getuid?.() ?? 0, gid: identity?.gid ?? process.getgid?.() ?? 0 };
     const modes = sandboxed ? { dirMode: 0o750, fileMode: 0o640 } : { dirMode: 0o700, fileMode: 0o600 };
 
-    const { submissionDir, hiddenDir, programCopy, home } = await copyInputs(
+    const { submissionDir, hiddenDir, programCopy, taskCopy, home } = await copyInputs(
       resolved,
       context,
       root,
@@ -492,18 +632,20 @@ async function runExecutable(
       scoreMounted = true;
     }
 
+    // In an image the grader names its inputs by the places they are bound at.
+    const inImage = resolved.rootfs !== undefined;
     const env: Record<string, string> = {
       ...resolved.env,
-      PATH: GRADER_PATH,
-      HOME: home,
+      PATH: commandLine === undefined ? GRADER_PATH : (resolved.searchPath ?? GRADER_PATH),
+      HOME: inImage ? '/tmp' : home,
       TMPDIR: sandboxed ? '/tmp' : home,
       LANG: 'C.UTF-8',
       LC_ALL: 'C.UTF-8',
       PYTHONDONTWRITEBYTECODE: '1',
       PYTHONNOUSERSITE: '1',
-      KAROTTE_SUBMISSION_DIR: submissionDir,
-      KAROTTE_HIDDEN_DIR: hiddenDir,
-      KAROTTE_SCORE_FILE: scoreFile,
+      KAROTTE_SUBMISSION_DIR: inImage ? IMAGE_PLACES.submission : submissionDir,
+      KAROTTE_HIDDEN_DIR: inImage ? IMAGE_PLACES.hidden : hiddenDir,
+      KAROTTE_SCORE_FILE: inImage ? `${IMAGE_PLACES.out}/score.json` : scoreFile,
     };
 
     const plan =
@@ -512,6 +654,7 @@ async function runExecutable(
             submissionDir,
             hiddenDir,
             programCopy,
+            taskCopy,
             scoreDir,
             scoreFile,
             home,
@@ -520,15 +663,22 @@ async function runExecutable(
 
     const spawnedAt = performance.now();
     const result = await launch({
-      argv: [interpreter, programCopy, ...resolved.args],
+      argv: commandLine ?? [interpreter, programCopy!, ...resolved.args],
       env,
-      cwd: home,
+      cwd: inImage ? (taskCopy === undefined ? '/tmp' : IMAGE_PLACES.task) : (taskCopy ?? home),
       timeoutMs: resolved.timeoutMs,
       outputBytes: resolved.outputBytes,
       tailBytes: TAIL_BYTES,
       sandbox:
         plan !== undefined && identity !== undefined && cgroup !== undefined && binaries !== undefined
-          ? { uid: identity.uid, cgroup, plan, binaries, syscallFilter: buildSyscallFilter() }
+          ? {
+              uid: identity.uid,
+              cgroup,
+              plan,
+              binaries,
+              syscallFilter: buildSyscallFilter(),
+              ...(inImage ? { studentRoot: IMAGE_ROOT } : {}),
+            }
           : null,
       abortSignal: context.abortSignal,
     });

@@ -34,6 +34,14 @@ export interface CopyTreeOptions {
    * @default unbounded (every copy still allocates at most what its source does, plus slack)
    */
   readonly maxAllocatedBytes?: number;
+  /**
+   * Keep the execute bits of files (`fileMode` plus user and group execute where the source
+   * had any): for a task directory whose scripts a grader command runs.
+   * @default false
+   */
+  readonly keepExecutable?: boolean;
+  /** Names left out at the top of the tree (`student`, `hidden` of a task directory). @default [] */
+  readonly excludeTopLevel?: readonly string[];
 }
 
 export type CopyTreeResult =
@@ -107,6 +115,7 @@ export async function copyTree(
     await mkdir(to, { mode: 0o700 });
     const names = await readdir(from, { encoding: 'buffer' });
     for (const name of names) {
+      if (depth === 0 && options.excludeTopLevel?.includes(name.toString('utf8')) === true) continue;
       entries += 1;
       if (entries > options.maxEntries) return `more than ${options.maxEntries} entries`;
       const src = join(from, name);
@@ -128,7 +137,12 @@ export async function copyTree(
           await copyFile(src, dst, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
         }
         await chown(dst, options.uid, options.gid);
-        await chmod(dst, options.fileMode);
+        await chmod(
+          dst,
+          options.keepExecutable === true && (stats.mode & 0o111) !== 0
+            ? options.fileMode | 0o110
+            : options.fileMode,
+        );
         const copyAllocated = (await lstat(dst)).blocks * 512;
         if (copyAllocated > sourceAllocated + slackOf(sourceAllocated)) {
           return `a copy allocates ${copyAllocated} bytes where its source allocates ${sourceAllocated}: the destination does not keep holes`;

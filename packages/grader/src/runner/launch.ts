@@ -18,6 +18,8 @@ interface ConfinedSpec {
   readonly binaries: SandboxBinaries;
   /** The syscall filter of the grader and everything it starts (`buildSyscallFilter`). */
   readonly syscallFilter: Buffer;
+  /** The grader's root inside the world when it runs in an image (`IMAGE_ROOT`). */
+  readonly studentRoot?: string;
 }
 
 export interface LaunchOptions {
@@ -119,7 +121,7 @@ function notStarted(setupError: string, aborted: boolean, readyStart: number): L
  */
 async function launchConfined(options: LaunchOptions, spec: ConfinedSpec): Promise<LaunchResult> {
   const launched = performance.now();
-  if (options.argv[0].includes('=')) {
+  if (options.argv[0].includes('=') || options.argv[0].startsWith('-')) {
     return notStarted(`the interpreter path ${options.argv[0]} contains '='`, false, launched);
   }
   const world = new World({
@@ -130,6 +132,7 @@ async function launchConfined(options: LaunchOptions, spec: ConfinedSpec): Promi
     setupTimeoutMs: SETUP_TIMEOUT_MS,
     syscallFilter: spec.syscallFilter,
     abortSignal: options.abortSignal,
+    studentRoot: spec.studentRoot,
   });
   try {
     try {

@@ -4,7 +4,7 @@
 // one-shot launch with an execa-shaped result.
 export { allocateLease, listLeaseFiles, reclaimStaleLease, leaseRecordSchema } from './lease.js';
 export type { AllocateOptions, IdentityLease, LeaseFile, LeaseRecord } from './lease.js';
-export { ALWAYS_COVERED, SYSTEM_ROOTS, hostViewHidden, planMounts } from './plan.js';
+export { ALWAYS_COVERED, IMAGE_ROOT, SYSTEM_ROOTS, hostViewHidden, imageBinds, planMounts } from './plan.js';
 export type { BindMount, MountPlan, MountSpec, TmpfsMount } from './plan.js';
 export { World, ROOT_ENV } from './world.js';
 export type { WorldOptions } from './world.js';

@@ -31,4 +31,14 @@ describe('openApiDocument', () => {
       expect(Object.keys(doc.paths)).toContain(route);
     }
   });
+
+  it('documents the MCP endpoint and the OpenEnv health check (its path token instead of the bearer)', () => {
+    const doc = openApiDocument() as {
+      paths: Record<string, Record<string, { security?: unknown[]; parameters?: { name: string }[] }>>;
+    };
+    expect(Object.keys(doc.paths['/v1/episodes/{id}/mcp']!).sort()).toEqual(['delete', 'get', 'post']);
+    const health = doc.paths['/openenv/{token}/health']!['get']!;
+    expect(health.security).toEqual([]);
+    expect(health.parameters!.map((p) => p.name)).toEqual(['token']);
+  });
 });

@@ -30,7 +30,25 @@ interface Operation {
   readonly episodeId?: boolean;
   readonly query?: readonly { name: string; description: string }[];
   readonly sse?: boolean;
+  /** No bearer token: the path's token stands for it. */
+  readonly tokenInPath?: boolean;
 }
+
+/** A JSON-RPC 2.0 message of MCP (the SDK's transport validates it further). */
+const jsonRpcMessageSchema = z
+  .object({
+    jsonrpc: z.literal('2.0'),
+    id: z.union([z.string(), z.number().int()]).optional(),
+    method: z.string().optional(),
+    params: z.record(z.string(), z.unknown()).optional(),
+  })
+  .catchall(z.unknown())
+  .meta({ title: 'JsonRpcMessage' });
+
+const healthSchema = z
+  .object({ status: z.literal('healthy') })
+  .strict()
+  .meta({ title: 'Health' });
 
 const ROUTES: Readonly<Record<string, Readonly<Record<string, Operation>>>> = {
   '/v1/capabilities': {
@@ -102,6 +120,34 @@ const ROUTES: Readonly<Record<string, Readonly<Record<string, Operation>>>> = {
       answers: { '200': eventSchema, '404': errorBodySchema },
     },
   },
+  '/v1/episodes/{id}/mcp': {
+    post: {
+      summary:
+        'The episode’s MCP server (Streamable HTTP, contract section 15): initialize, tools/list, tools/call (one turn each, exactly once per JSON-RPC id in a session); Mcp-Session-Id after initialize',
+      body: jsonRpcMessageSchema,
+      episodeId: true,
+      answers: { '200': jsonRpcMessageSchema, '404': errorBodySchema },
+    },
+    get: {
+      summary: 'The MCP session’s server-sent event stream (Mcp-Session-Id)',
+      episodeId: true,
+      sse: true,
+      answers: { '200': jsonRpcMessageSchema, '404': errorBodySchema },
+    },
+    delete: {
+      summary: 'End the MCP session (Mcp-Session-Id); the episode goes on',
+      episodeId: true,
+      answers: { '200': null, '404': errorBodySchema },
+    },
+  },
+  '/openenv/{token}/health': {
+    get: {
+      summary:
+        'OpenEnv health check; the OpenEnv WebSocket protocol itself is GET /openenv/{token}/ws with an upgrade (contract section 15)',
+      tokenInPath: true,
+      answers: { '200': healthSchema },
+    },
+  },
   '/v1/episodes/{id}': {
     delete: {
       summary: 'Cancel the episode and tear it down',
@@ -131,6 +177,14 @@ export function openApiDocument(): Record<string, unknown> {
       const parameters: unknown[] = [];
       if (op.episodeId === true)
         parameters.push({ name: 'id', in: 'path', required: true, schema: { type: 'string' } });
+      if (op.tokenInPath === true)
+        parameters.push({
+          name: 'token',
+          in: 'path',
+          required: true,
+          description: 'the server’s token (for OpenEnv clients, which take a base URL)',
+          schema: { type: 'string' },
+        });
       if (route.includes('{turnId}'))
         parameters.push({ name: 'turnId', in: 'path', required: true, schema: { type: 'string' } });
       for (const q of op.query ?? []) {
@@ -147,8 +201,9 @@ export function openApiDocument(): Record<string, unknown> {
           description: 'the request does not match its schema',
           content: { 'application/json': { schema: jsonSchema(errorBodySchema, 'output') } },
         },
-        '401': { description: 'no valid bearer token' },
+        '401': { description: op.tokenInPath === true ? 'not the server’s token' : 'no valid bearer token' },
       };
+      if (op.tokenInPath === true) delete responses['400'];
       for (const [status, schema] of Object.entries(op.answers)) {
         responses[status] =
           schema === null
@@ -164,6 +219,7 @@ export function openApiDocument(): Record<string, unknown> {
       }
       entry[method] = {
         summary: op.summary,
+        ...(op.tokenInPath === true ? { security: [] } : {}),
         ...(parameters.length === 0 ? {} : { parameters }),
         ...(op.body === undefined
           ? {}
@@ -183,7 +239,7 @@ export function openApiDocument(): Record<string, unknown> {
     info: {
       title: 'Karotte environment server',
       version: '1.0.0',
-      description: `${PROTOCOL_VERSION}: defended RL episodes over HTTP (karotte serve).`,
+      description: `${PROTOCOL_VERSION}: defended RL episodes over HTTP (karotte serve); OpenEnv's WebSocket protocol at /openenv/{token}/ws and each episode's MCP server at /v1/episodes/{id}/mcp.`,
     },
     security: [{ bearer: [] }],
     components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },

@@ -2,7 +2,7 @@
 // any column. Every value is a Preact text child: never parsed as markup.
 
 import { html } from 'htm/preact';
-import type { VNode } from 'preact';
+import { Component, type VNode } from 'preact';
 import { useMemo, useState } from 'preact/hooks';
 import type { RunList, RunSummary } from '../runs/model.js';
 import { duration, visible } from './text.js';
@@ -63,6 +63,34 @@ function summaryLine(runs: readonly RunSummary[]): string {
       parts.push(`${statuses.get(status) ?? 0} ${status}`);
   const codes = countBy(runs.flatMap((r) => r.misbehavior));
   return `${parts.join(', ')}${codes.length === 0 ? '' : ` · misbehavior: ${codes.map(([c, n]) => `${c} ×${n}`).join(', ')}`}`;
+}
+
+/**
+ * One row; drawn again only when its run changed (a filter or a sort keeps most rows as they
+ * are, so 1,000 rows filter without diffing each).
+ */
+class RunRow extends Component<{ run: RunSummary }> {
+  override shouldComponentUpdate(next: { run: RunSummary }): boolean {
+    return next.run !== this.props.run;
+  }
+
+  override render(): VNode {
+    const r = this.props.run;
+    return html`<tr data-run=${r.id} class=${`status-${r.status}`}>
+      <td class="name"><a href=${`#run=${r.id}`}>${visible(r.name)}</a></td>
+      <td>${visible(r.taskId ?? '–')}</td>
+      <td>${visible(r.agent ?? '–')}</td>
+      <td class="status"><span class=${`badge ${r.status}`}>${r.status}</span></td>
+      <td class="num">${r.score ?? '–'}</td>
+      <td class="codes">${visible(r.misbehavior.join(', '))}</td>
+      <td class="reason">
+        ${visible(r.reason ?? '')}${r.problems.length > 0 ? html` <span class="warn">${`(${r.problems.length} problem${r.problems.length === 1 ? '' : 's'})`}</span>` : null}
+      </td>
+      <td class="num">${r.turns ?? '–'}</td>
+      <td class="num">${duration(r.durationMs)}</td>
+      <td class="time">${visible((r.startedAt ?? '–').replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}</td>
+    </tr>`;
+  }
 }
 
 export function RunsView(props: { list: RunList; onOpen: (id: string) => void }): VNode {
@@ -187,30 +215,15 @@ export function RunsView(props: { list: RunList; onOpen: (id: string) => void })
           ${COLUMNS.map(header)}
         </tr>
       </thead>
-      <tbody>
-        ${rows.slice(0, shown).map(
-          (r) =>
-            html`<tr
-              data-run=${r.id}
-              class=${`status-${r.status}`}
-              onClick=${() => {
-                props.onOpen(r.id);
-              }}
-            >
-              <td class="name"><a href=${`#run=${r.id}`}>${visible(r.name)}</a></td>
-              <td>${visible(r.taskId ?? '–')}</td>
-              <td>${visible(r.agent ?? '–')}</td>
-              <td class="status"><span class=${`badge ${r.status}`}>${r.status}</span></td>
-              <td class="num">${r.score ?? '–'}</td>
-              <td class="codes">${visible(r.misbehavior.join(', '))}</td>
-              <td class="reason">
-                ${visible(r.reason ?? '')}${r.problems.length > 0 ? html` <span class="warn">(${r.problems.length} problem${r.problems.length === 1 ? '' : 's'})</span>` : null}
-              </td>
-              <td class="num">${r.turns ?? '–'}</td>
-              <td class="num">${duration(r.durationMs)}</td>
-              <td class="time">${visible((r.startedAt ?? '–').replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}</td>
-            </tr>`,
-        )}
+      <tbody
+        onClick=${(e: MouseEvent) => {
+          // One listener for every row: the row's id is in its data-run attribute.
+          const row = (e.target as Element).closest('tr[data-run]');
+          const id = row?.getAttribute('data-run');
+          if (id !== null && id !== undefined) props.onOpen(id);
+        }}
+      >
+        ${rows.slice(0, shown).map((r) => html`<${RunRow} key=${r.id} run=${r} />`)}
       </tbody>
     </table>
     ${

@@ -33,12 +33,13 @@ function request(
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => { resolve({
+        res.on('end', () => {
+          resolve({
             status: res.statusCode ?? 0,
             headers: res.headers,
             body: Buffer.concat(chunks).toString('utf8'),
-          }); },
-        );
+          });
+        });
         res.on('error', reject);
       },
     );

@@ -38,13 +38,14 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     io.stdout.write(`${VERSION}\n`);
     return EXIT_OK;
   }
-  const command = Object.hasOwn(commands, first) ? commands[first] : undefined;
-  if (command === undefined) {
+  const entry = Object.hasOwn(commands, first) ? commands[first] : undefined;
+  if (entry === undefined) {
     io.stderr.write(
       `karotte: unknown command ${JSON.stringify(first)}. Run 'karotte --help' for the list of commands.\n`,
     );
     return EXIT_USAGE;
   }
+  const command = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     io.stdout.write(`${command.help}\n`);
     return EXIT_OK;

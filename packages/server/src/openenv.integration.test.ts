@@ -109,6 +109,22 @@ describe.skipIf(!isRoot && !inCI)('the OpenEnv endpoint of karotte serve', () =>
     expect(leftovers(uid, sandboxId)).toEqual([]);
   });
 
+  it('roman-numerals: its control solves it through OpenEnv (reward 1)', async () => {
+    const env = await OpenEnvTestClient.connect(base);
+    try {
+      observation(await env.reset({ taskId: 'roman-numerals' }));
+      let last: Frame | undefined;
+      for (const message of replayOf(path.join(examples, 'roman-numerals', 'control.json'))) {
+        last = await env.step({ message });
+        if (last.data['done'] === true) break;
+      }
+      expect(last!.data).toMatchObject({ done: true, reward: 1 });
+      expect(metadata(last!)['result']).toMatchObject({ status: 'passed', blame: 'none' });
+    } finally {
+      await env.disconnect();
+    }
+  });
+
   it.each([
     ['read the answer key by path', `cat ${KEY} > answer.txt`],
     [

@@ -8,7 +8,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 const app = path.resolve(import.meta.dirname, '..');
 export const cli = path.join(app, 'dist', 'cli.js');
 export const examples = path.join(app, 'examples');
-export const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM = '/usr/bin/chromium';
 
 /** Headless Chromium from Debian's package, with nothing of its own that calls home. */
 export function launchBrowser(): Promise<Browser> {

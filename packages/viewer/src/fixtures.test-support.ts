@@ -33,7 +33,7 @@ export interface FixtureRun {
 }
 
 /** A result.json as the harness writes it (one step, its verdict and evidence). */
-export function resultJson(run: FixtureRun = {}): Record<string, unknown> {
+function resultJson(run: FixtureRun = {}): Record<string, unknown> {
   const status = run.status ?? 'passed';
   const score = run.score ?? (status === 'passed' ? 1 : 0);
   const misbehavior = run.misbehavior ?? [];

@@ -150,8 +150,7 @@ function Verdict(props: { verdict: RunValue; index: number }): VNode {
   const judgeTimings = get(judge, 'timings');
   return html`<section class="verdict" data-testid="verdict">
     <h3>
-      Step ${props.index}: ${visible(stringOf(get(v, 'status')) ?? '?')}, score
-      ${numberOf(get(v, 'score')) ?? '–'}
+      ${`Step ${props.index}: ${visible(stringOf(get(v, 'status')) ?? '?')}, score ${numberOf(get(v, 'score')) ?? '–'}`}
     </h3>
     <${Fields}
       rows=${[

@@ -392,7 +392,7 @@ async function readTranscriptHead(file: string): Promise<{ present: boolean; fir
 }
 
 /** A copy of `value` with every string longer than `max` replaced by its head and what was left out. */
-export function clip(value: JsonValue, max: number): RunValue {
+function clip(value: JsonValue, max: number): RunValue {
   if (typeof value === 'string') {
     if (value.length <= max) return value;
     return { [CLIPPED_KEY]: value.slice(0, max), omittedChars: value.length - max };

@@ -8,6 +8,8 @@ const SERVER_ERROR_CODES = {
   INVALID_TASKS: 'bad_argument',
   /** The server could not listen (the port is taken, the socket path is in use). */
   LISTEN_FAILED: 'system',
+  /** `connectMcp()` named no live episode. */
+  UNKNOWN_EPISODE: 'bad_argument',
   /** `listen()` or `close()` used out of order (a caller bug). */
   SERVER_STATE: 'bad_argument',
 } as const;
@@ -16,7 +18,7 @@ const SERVER_ERROR_CODES = {
 export type ServerErrorCode = keyof typeof SERVER_ERROR_CODES;
 
 /**
- * An error of `@karotte/server`: raised by `createEnvironmentServer` and `listen` only. What a
+ * An error of `@karotte/server`: raised by `createEnvironmentServer`, `listen` and `connectMcp` only. What a
  * request does wrong is an HTTP answer (`{"error": {"code", "message", "field"?}}`), never a
  * throw. Recognise it with `ServerError.isInstance(error)`.
  */

@@ -1,10 +1,16 @@
 // The MCP endpoint of an episode (contract section 15) driven by the official TypeScript SDK's
 // Client over its StreamableHTTPClientTransport, against a real server: real sandboxes as the
 // student, real graders. Needs root.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createEnvironmentClient, type EnvironmentClient } from './client.js';
 import { MCP_CALL_ID_META } from './mcp.js';
 import {
@@ -290,6 +296,76 @@ describe.skipIf(!isRoot && !inCI)('the MCP endpoint of an episode', () => {
       expect(text).not.toMatch(/^connected$/m);
     } finally {
       await mcp.close();
+      await http1.cancel(episode.episodeId);
+    }
+  });
+
+  it('over stdio: an agent process the harness started takes the episode’s tools on its own stdin and stdout (no port)', async () => {
+    const episode = await http1.createEpisode({ taskId: 'quarterly-revenue' });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-mcp-stdio-'));
+    try {
+      // The agent: the SDK's Client over the line-delimited JSON-RPC of MCP's stdio, on its own
+      // stdin and stdout (the SDK's stdio transport class frames both directions alike).
+      const sdk = createRequire(import.meta.url);
+      const agent = path.join(dir, 'agent.mjs');
+      fs.writeFileSync(
+        agent,
+        [
+          `import { Client } from ${JSON.stringify(pathToFileURL(sdk.resolve('@modelcontextprotocol/sdk/client/index.js')).href)};`,
+          `import { StdioServerTransport as LineTransport } from ${JSON.stringify(pathToFileURL(sdk.resolve('@modelcontextprotocol/sdk/server/stdio.js')).href)};`,
+          "const client = new Client({ name: 'karotte-stdio-agent', version: '1.0.0' });",
+          'await client.connect(new LineTransport(process.stdin, process.stdout));',
+          'const { tools } = await client.listTools();',
+          "const first = await client.callTool({ name: 'bash', arguments: { command: 'echo from-stdio > note.txt; id -un; cat note.txt' } });",
+          "const unknown = await client.callTool({ name: 'nope', arguments: {} });",
+          'process.stderr.write(JSON.stringify({ tools: tools.map((t) => t.name), first, unknown }) + "\\n");',
+          'await client.close();',
+        ].join('\n'),
+      );
+      const child = spawn(process.execPath, [agent], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env: { PATH: '/usr/bin:/bin' },
+      });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+      const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+      await t.server.connectMcp(episode.episodeId, new StdioServerTransport(child.stdout, child.stdin));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      expect(await exited, stderr).toBe(0);
+      clearTimeout(timer);
+      const report = JSON.parse(stderr.trim().split('\n').at(-1)!) as {
+        tools: string[];
+        first: TextResult;
+        unknown: TextResult;
+      };
+      expect(report.tools).toContain('bash');
+      expect(report.first.isError).toBe(false);
+      expect(report.first.content[0]!.text).toMatch(/^student\nfrom-stdio\n/);
+      expect(report.unknown.isError).toBe(true);
+      // The call was a turn of the episode: its file is in the student's world.
+      const check = await http1.turn(episode.episodeId, {
+        turnId: 'check',
+        message: {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: 'c',
+              type: 'function',
+              function: { name: 'bash', arguments: '{"command": "cat note.txt"}' },
+            },
+          ],
+        },
+      });
+      expect(check.toolMessages[0]!.content).toMatch(/^from-stdio\n/);
+      expect(check.turnIndex).toBe(1);
+      await expect(
+        t.server.connectMcp('ep_none', new StdioServerTransport(child.stdout, child.stdin)),
+      ).rejects.toMatchObject({
+        code: 'UNKNOWN_EPISODE',
+      });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
       await http1.cancel(episode.episodeId);
     }
   });

@@ -8,6 +8,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
@@ -29,13 +30,20 @@ const JSON_LIMITS = { maxDepth: 64, maxStringLength: 16 * 1024 * 1024 };
 
 interface McpSession {
   readonly episodeId: string;
-  readonly transport: StreamableHTTPServerTransport;
+  readonly transport: Transport;
+  /** The transport again when it is a Streamable HTTP session (reached by its Mcp-Session-Id). */
+  readonly http: StreamableHTTPServerTransport | undefined;
   readonly server: McpServer;
 }
 
 export interface McpEndpoint {
   /** Answer one request to `/v1/episodes/{id}/mcp` (authorized already) for `session`. */
   handle(session: Session, req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /**
+   * Serve `session`'s tools on a transport of the caller's (stdio pipes of an agent the harness
+   * started: `new StdioServerTransport(agent.stdout, agent.stdin)`); closed with the episode.
+   */
+  connect(session: Session, transport: Transport): Promise<void>;
   /** Close the MCP sessions of an episode (it was finished or cancelled). */
   closeEpisode(episodeId: string): void;
   /** Close every MCP session. */
@@ -50,7 +58,11 @@ function toolError(text: string): CallToolResult {
 export function createMcpEndpoint(options: { readonly maxBodyBytes: number }): McpEndpoint {
   const sessions = new Map<string, McpSession>();
 
-  function serverFor(session: Session): McpServer {
+  /**
+   * An MCP server of `session`'s tools. `scope` names calls when the transport has no session
+   * id (stdio: one connection is one scope).
+   */
+  function serverFor(session: Session, scope: string): McpServer {
     const episode = session.episode!;
     // Tools are fixed when the episode is created: the profile's, listed as they are.
     const tools = episode.tools.map((tool) => ({
@@ -79,7 +91,7 @@ export function createMcpEndpoint(options: { readonly maxBodyBytes: number }): M
       const key =
         typeof given === 'string' && given !== ''
           ? `meta:${given}`
-          : `rpc:${extra.sessionId ?? 'none'}:${typeof extra.requestId}:${String(extra.requestId)}`;
+          : `rpc:${extra.sessionId ?? scope}:${typeof extra.requestId}:${String(extra.requestId)}`;
       const digest = createHash('sha256').update(key).digest('hex').slice(0, 32);
       const message: AssistantMessage = {
         role: 'assistant',
@@ -165,7 +177,7 @@ export function createMcpEndpoint(options: { readonly maxBodyBytes: number }): M
       if (sessionId !== undefined) {
         const found = sessions.get(sessionId);
         // A session of another episode is no session of this one.
-        if (found === undefined || found.episodeId !== session.id) {
+        if (found?.http === undefined || found.episodeId !== session.id) {
           sendJson(res, 404, {
             jsonrpc: '2.0',
             id: null,
@@ -174,7 +186,7 @@ export function createMcpEndpoint(options: { readonly maxBodyBytes: number }): M
           return;
         }
         session.touch();
-        await found.transport.handleRequest(req, res, body);
+        await found.http.handleRequest(req, res, body);
         return;
       }
       if (method !== 'POST') {
@@ -188,13 +200,13 @@ export function createMcpEndpoint(options: { readonly maxBodyBytes: number }): M
       // A new MCP session of this episode (the transport refuses anything but initialize).
       const own = [...sessions.entries()].filter(([, s]) => s.episodeId === session.id);
       if (own.length >= MAX_MCP_SESSIONS_PER_EPISODE) await closeSession(own[0]![0]);
-      const server = serverFor(session);
+      const server = serverFor(session, 'http');
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         // Answers as JSON, not an SSE stream: a tools/call is one request and one answer.
         enableJsonResponse: true,
         onsessioninitialized: (id) => {
-          sessions.set(id, { episodeId: session.id, transport, server });
+          sessions.set(id, { episodeId: session.id, transport, http: transport, server });
         },
         onsessionclosed: (id) => {
           void closeSession(id);
@@ -208,6 +220,19 @@ export function createMcpEndpoint(options: { readonly maxBodyBytes: number }): M
         await transport.close().catch(() => undefined);
         await server.close().catch(() => undefined);
       }
+    },
+    async connect(session, transport) {
+      const id = `own-${randomUUID()}`;
+      const server = serverFor(session, id);
+      sessions.set(id, { episodeId: session.id, transport, http: undefined, server });
+      await server.connect(transport);
+      // The SDK's server chains its own onclose; the entry goes when the transport closes.
+      const chained = transport.onclose;
+      transport.onclose = () => {
+        sessions.delete(id);
+        chained?.();
+      };
+      session.touch();
     },
     closeEpisode(episodeId) {
       for (const [id, s] of sessions) if (s.episodeId === episodeId) void closeSession(id);

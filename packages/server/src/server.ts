@@ -4,6 +4,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { z } from 'zod';
 import { KarotteError, parseOptions } from '@karotte/base';
 import {
@@ -87,6 +88,13 @@ export interface EnvironmentServer {
   readonly taskIds: readonly string[];
   /** Episodes alive now (being built, taking turns, finishing). */
   readonly liveEpisodes: number;
+  /**
+   * Serve the tools of the live episode `episodeId` over an MCP transport of the caller's: an
+   * agent the harness started takes them on its stdio, with no port at all
+   * (`new StdioServerTransport(agent.stdout, agent.stdin)` of the SDK). Every `tools/call` is a
+   * turn, as on `/v1/episodes/{id}/mcp`; the transport is closed when the episode ends.
+   */
+  connectMcp(episodeId: string, transport: Transport): Promise<void>;
   /** Listen; resolves with the address (`127.0.0.1:<port>` or the socket path) once requests are accepted. */
   listen(target: ListenTarget): Promise<string>;
   /**
@@ -514,6 +522,12 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
     },
     get liveEpisodes() {
       return parsed.maxEpisodes - capacityLeft();
+    },
+    async connectMcp(episodeId, transport) {
+      const session = live.get(episodeId);
+      if (session === undefined || session.finished || session.episode === undefined)
+        throw new ServerError('UNKNOWN_EPISODE', `no live episode ${episodeId}`, { field: 'episodeId' });
+      await mcp.connect(session, transport);
     },
     async listen(target) {
       if (listening || closing !== undefined)

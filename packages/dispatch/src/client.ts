@@ -104,8 +104,11 @@ function runKey(prefix: string, queue: string, runId: string): string {
 /** The result of a job that failed for good (a refused payload, stalls past the limit). */
 function failedResult(job: Job, payload: JobPayload | null): EpisodeResultJson {
   const reason = job.failedReason ?? 'failed';
+  // BullMQ's own reasons: "job stalled more than allowable limit" (workers died while running
+  // it) and "job started more than allowable limit" (maxStartedAttempts); ours start with a code.
   const code =
-    /^([A-Z][A-Z_]+):/.exec(reason)?.[1] ?? (/stalled/.test(reason) ? 'WORKER_LOST' : 'HOST_FAULT');
+    /^([A-Z][A-Z_]+):/.exec(reason)?.[1] ??
+    (/(stalled|started) more than allowable limit/.test(reason) ? 'WORKER_LOST' : 'HOST_FAULT');
   return {
     taskId: payload?.task.id ?? 'unknown',
     status: 'error',

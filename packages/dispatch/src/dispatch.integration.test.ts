@@ -487,6 +487,52 @@ describe.skipIf(skip)('karotte worker over BullMQ on Redis (T1–T7, T9)', { tim
     }
   });
 
+  it("T8: the same episode's worker SIGKILLed twice: it still completes, once; a third death fails it with the stall reason", async () => {
+    const q = cluster.queue('t8');
+    const pids: number[] = [];
+    const all: WorkerProcess[] = [];
+    const dead: Attempt[] = [];
+    /** Start a worker on host 1, let it take `jobId`, SIGKILL it with its episode running. */
+    const killOnce = async (jobId: string, n: number): Promise<void> => {
+      const w = cluster.startWorker(1, `t8-k${n}`, ['--queue', 't8', ...TIMINGS]);
+      all.push(w);
+      pids.push(w.pid);
+      await w.waitEvent((e) => e['event'] === 'started' && e['jobId'] === jobId, 30_000);
+      await until('the episode has its sandbox', () => leases().some((l) => l.ownerPid === w.pid), 20_000);
+      w.child.kill('SIGKILL');
+      await w.exited;
+      dead.push(...attemptsOf(w, jobId));
+    };
+    try {
+      const [twice] = await submit('t8', 't8a', writeReplay('t8a', slowControl(6)), 1);
+      await killOnce(twice!, 1);
+      await killOnce(twice!, 2);
+      const finisher = cluster.startWorker(2, 't8-finisher', ['--queue', 't8', ...TIMINGS]);
+      all.push(finisher);
+      pids.push(finisher.pid);
+      const printed = await waitResults('t8', 't8a');
+      await expectOneAcceptedResult(q, [twice!], printed, dead, all);
+      expect((await q.getJob(twice!))!.stalledCounter).toBe(2);
+      expect((await finisher.stop()).code).toBe(0);
+      // Three deaths of another: past maxStalled 2, the next worker to fetch it fails it.
+      const [thrice] = await submit('t8', 't8b', writeReplay('t8b', slowControl(6)), 1);
+      for (let n = 3; n <= 5; n += 1) await killOnce(thrice!, n);
+      const last = cluster.startWorker(2, 't8-last', ['--queue', 't8', ...TIMINGS]);
+      all.push(last);
+      pids.push(last.pid);
+      const failed = await waitResults('t8', 't8b');
+      expect(failed[0]?.result?.['status']).toBe('error');
+      const error = failed[0]?.result?.['error'] as { code: string; message: string };
+      expect(error.code, error.message).toBe('WORKER_LOST');
+      expect(error.message).toMatch(/stalled more than allowable limit/);
+      expect(await (await q.getJob(thrice!))!.getState()).toBe('failed');
+      expect((await last.stop()).code).toBe(0);
+      await expectNoLeftovers(pids, [1, 2]);
+    } finally {
+      await q.close();
+    }
+  });
+
   it('T4: redis-server SIGKILLed and restarted (AOF): the workers resume and every episode ends with one result', async () => {
     const q = cluster.queue('t4');
     try {

@@ -38,6 +38,39 @@ async function freePort(): Promise<number> {
   });
 }
 
+async function startRedis(dir: string, port: number): Promise<ReturnType<typeof spawn>> {
+  const child = spawn(
+    '/usr/bin/redis-server',
+    ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir],
+    {
+      stdio: 'ignore',
+    },
+  );
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.end();
+        resolve(true);
+      });
+      s.once('error', () => {
+        resolve(false);
+      });
+    });
+    if (up) return child;
+    if (Date.now() > deadline) throw new Error('redis-server did not listen');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 describe.skipIf(!isRoot || !haveRedis)(
   'createWorker (in process, real Redis on loopback)',
   { timeout: 120_000 },
@@ -51,28 +84,7 @@ describe.skipIf(!isRoot || !haveRedis)(
       fs.mkdirSync(path.join(dir, 'tasks'));
       fs.symlinkSync(path.join(EXAMPLES, 'quarterly-revenue'), path.join(dir, 'tasks', 'quarterly-revenue'));
       port = await freePort();
-      redis = spawn(
-        '/usr/bin/redis-server',
-        ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir],
-        {
-          stdio: 'ignore',
-        },
-      );
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const up = await new Promise<boolean>((resolve) => {
-          const s = net.connect(port, '127.0.0.1', () => {
-            s.end();
-            resolve(true);
-          });
-          s.once('error', () => {
-            resolve(false);
-          });
-        });
-        if (up) break;
-        if (Date.now() > deadline) throw new Error('redis-server did not listen');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      redis = await startRedis(dir, port);
     }, 30_000);
 
     afterAll(async () => {
@@ -136,6 +148,33 @@ describe.skipIf(!isRoot || !haveRedis)(
       } finally {
         await worker.drain();
         await client.close();
+      }
+    });
+
+    it('is not ready while Redis is down, and ready again once it is back', async () => {
+      const target = parseRedisUrl(`redis://127.0.0.1:${port}`);
+      const worker = createWorker({
+        redis: target,
+        queue: 'ready',
+        tasksDir: path.join(dir, 'tasks'),
+        artifactsDir: path.join(dir, 'artifacts'),
+        metricsPort: 0,
+        startupCheck: false,
+      });
+      try {
+        await worker.start();
+        const readyz = async (): Promise<number> =>
+          (await fetch(`http://127.0.0.1:${worker.healthPort()!}/readyz`)).status;
+        expect(await readyz()).toBe(200);
+        const exited = new Promise((r) => redis.once('exit', r));
+        redis.kill('SIGKILL');
+        await exited;
+        await until('/readyz 503 with Redis down', async () => (await readyz()) === 503, 10_000);
+        expect((await fetch(`http://127.0.0.1:${worker.healthPort()!}/healthz`)).status).toBe(200);
+        redis = await startRedis(dir, port);
+        await until('/readyz 200 with Redis back', async () => (await readyz()) === 200, 20_000);
+      } finally {
+        await worker.drain();
       }
     });
 

@@ -294,6 +294,24 @@ export function createWorker(options: WorkerOptions): DispatchWorker {
   metrics.declare(M.handedBack[0], M.handedBack[1], 'counter');
 
   const isReady = (): boolean => started && connected && !draining;
+  // Readiness follows Redis: one small command at a time, each second; no answer within 2 s
+  // (Redis down, or a silent partition) is not ready, until one answers again.
+  let probing = false;
+  const probeRedis = (): void => {
+    if (probing || queue === undefined) return;
+    probing = true;
+    const answered = queue.getJobCounts('active').then(
+      () => true,
+      () => false,
+    );
+    void bounded(answered, 2_000).then((r) => {
+      if (r !== true) connected = false;
+    });
+    void answered.then((ok) => {
+      connected = ok;
+      probing = false;
+    });
+  };
   const refreshGauges = (): void => {
     metrics.set(M.active[0], M.active[1], leases.size);
     metrics.set(M.ready[0], M.ready[1], isReady() ? 1 : 0);
@@ -589,12 +607,8 @@ export function createWorker(options: WorkerOptions): DispatchWorker {
       if (/Missing lock|Lock mismatch/.test(message)) noteRejected(error, jobId, '');
       else {
         metrics.inc(M.reconnects[0], M.reconnects[1]);
-        connected = !/ECONNREFUSED|ETIMEDOUT|Connection is closed|ECONNRESET/.test(message) && connected;
         emit({ event: 'redis_error', message: message.slice(0, 500) });
       }
-    });
-    worker.on('ready', () => {
-      connected = true;
     });
     await worker.waitUntilReady();
     connected = true;
@@ -610,6 +624,7 @@ export function createWorker(options: WorkerOptions): DispatchWorker {
           if (lease.reason === null && now - lease.lastRenewedAt > fenceAfterMs) fence(lease, 'watchdog');
       }, watchdogMs),
       setInterval(() => {
+        probeRedis();
         refreshGauges();
         lag.reset();
       }, 1_000),

@@ -37,8 +37,6 @@ export interface OpenEnvEndpointOptions {
   readonly maxPayloadBytes: number;
   /** Connections open at once; past it an upgrade is refused with 503. */
   readonly maxConnections: number;
-  /** A connection that answers no ping for this long is dropped (a broken socket). */
-  readonly heartbeatMs: number;
   /** A connection that sends nothing for this long is closed (1000, its episode cancelled). */
   readonly idleTimeoutMs: number;
 }
@@ -74,7 +72,9 @@ export function createOpenEnvEndpoint(options: OpenEnvEndpointOptions, host: Ope
     perMessageDeflate: false,
     clientTracking: true,
   });
-  const alive = new WeakMap<WebSocket, boolean>();
+  // No heartbeat: on loopback and unix sockets a peer that dies closes its socket (the close
+  // event comes at once), and a client that does not read between steps (a synchronous one
+  // while its model samples) must not be dropped for an unanswered ping.
   let closed = false;
   const tokenMatches = (segment: string): boolean => {
     let decoded: string;
@@ -85,18 +85,6 @@ export function createOpenEnvEndpoint(options: OpenEnvEndpointOptions, host: Ope
     }
     return timingSafeEqual(digestToken(decoded), tokenDigest);
   };
-  const heartbeat = setInterval(() => {
-    for (const ws of wss.clients) {
-      if (alive.get(ws) === false) {
-        ws.terminate();
-        continue;
-      }
-      alive.set(ws, false);
-      ws.ping();
-    }
-  }, options.heartbeatMs);
-  heartbeat.unref();
-
   return {
     tokenMatches,
     get connections() {
@@ -149,15 +137,12 @@ export function createOpenEnvEndpoint(options: OpenEnvEndpointOptions, host: Ope
         return true;
       }
       wss.handleUpgrade(req, socket, head, (ws) => {
-        alive.set(ws, true);
-        ws.on('pong', () => alive.set(ws, true));
         new OpenEnvConnection(ws, host, options.idleTimeoutMs);
       });
       return true;
     },
     close() {
       closed = true;
-      clearInterval(heartbeat);
       for (const ws of wss.clients) ws.close(1001, 'server shutting down');
       // Whatever did not close within a second is cut.
       setTimeout(() => {

@@ -142,7 +142,6 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
       token: parsed.token,
       maxPayloadBytes: parsed.maxBodyBytes,
       maxConnections: parsed.maxConnections ?? parsed.maxEpisodes * 4 + 16,
-      heartbeatMs: 15_000,
       idleTimeoutMs: parsed.idleTimeoutMs,
     },
     {

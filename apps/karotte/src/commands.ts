@@ -53,6 +53,14 @@ export const commands: Readonly<Record<string, CommandEntry>> = Object.freeze({
     summary: 'put episodes of a task on the Redis queue for karotte worker, printing their ids',
     load: async () => (await import('./commands/submit.js')).submitCommand,
   },
+  image: {
+    summary: "import, list and prune task images (a task's own root file system), or build a Debian one",
+    load: async () => (await import('./commands/image.js')).imageCommand,
+  },
+  init: {
+    summary: 'create a task directory that validates, whose control passes and that redteam holds',
+    load: async () => (await import('./commands/init.js')).initCommand,
+  },
   results: {
     summary: 'print the results of a run that karotte submit queued (--wait: until all are in)',
     load: async () => (await import('./commands/results.js')).resultsCommand,

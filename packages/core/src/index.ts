@@ -7,11 +7,12 @@ export {
   graderSpecSchema,
   relativePathSchema,
   taskIdSchema,
+  environmentSchema,
 } from './task-schema.js';
 export { taskJsonSchema } from './task-schema.js';
-export type { TaskFile, TaskLimits, GraderSpec, TaskStepFile } from './task-schema.js';
+export type { TaskFile, TaskLimits, GraderSpec, TaskStepFile, TaskEnvironment } from './task-schema.js';
 export { loadTask, MAX_TASK_FILE_BYTES } from './task.js';
-export type { Task, TaskStep } from './task.js';
+export type { Task, TaskStep, LoadedEnvironment, LoadTaskOptions } from './task.js';
 export { defineTask, taskDefinitionSchema } from './define-task.js';
 export type { TaskDefinition } from './define-task.js';
 export { toolCallSchema, assistantMessageSchema, renderObservation } from './messages.js';
@@ -80,3 +81,12 @@ export { recoverLeftovers } from './recover.js';
 export type { LeftoverReport } from './recover.js';
 export { createToolProfile, TOOL_PROFILE_NAMES, toolProfileOptionsSchema } from './tools/index.js';
 export type { ToolProfileName, ToolProfileOptions, StudentFiles } from './tools/index.js';
+export {
+  DEFAULT_IMAGE_CACHE_DIR,
+  ImageError,
+  buildDebianImage,
+  importImage,
+  listImages,
+  pruneImages,
+} from './images.js';
+export type { CachedImage, ImportResult } from './images.js';

@@ -28,9 +28,21 @@ export async function createSandboxWorld(
   spec: WorldSpec,
   options: SandboxWorldOptions = {},
 ): Promise<StudentWorld> {
+  const environment = spec.task.environment;
+  if (environment !== undefined && environment.rootfs === undefined) {
+    throw new CoreError(
+      'CONFINEMENT_UNAVAILABLE',
+      `refusing to run: the task's image ${environment.image} is not imported (load the task as root)`,
+    );
+  }
   let sandbox: Sandbox;
   try {
     sandbox = await createSandbox({
+      // The task's image as the student's root, with its environment (PATH and friends are
+      // cleaned by the sandbox as always).
+      ...(environment?.rootfs === undefined
+        ? {}
+        : { rootfs: environment.rootfs, env: { ...environment.env } }),
       // The task's limits as they are: the sandbox's limits are the same schema. No command
       // timeout: the episode gives every exec() its own.
       limits: spec.limits,

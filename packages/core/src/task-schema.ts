@@ -52,14 +52,64 @@ export const taskLimitsSchema = z
 
 export const graderSpecSchema = z
   .object({
-    /** The grader, a JavaScript module run with the harness's own Node.js. */
-    script: relativePathSchema,
+    /** The grader, a JavaScript module run with the harness's own Node.js. Exactly one of `script` and `command`. */
+    script: relativePathSchema.optional(),
+    /**
+     * The grader's argv instead of `script` (contract section 10), run in the grader's sandbox
+     * in the task's image (or on the host view), its working directory a read-only copy of the
+     * task directory without `student/` and `hidden/`: `["python3", "grade.py"]`.
+     */
+    command: z
+      .array(
+        z
+          .string()
+          .min(1, 'must not be empty')
+          .max(4096)
+          .refine((a) => !a.includes('\0'), 'must not contain NUL'),
+      )
+      .min(1, 'must name a program')
+      .max(256)
+      .optional(),
     /** Grader wall-clock limit in milliseconds. */
     timeoutMs: z
       .number()
       .int()
       .positive()
       .max(24 * 3600 * 1000)
+      .optional(),
+  })
+  .strict()
+  .superRefine((grader, ctx) => {
+    if (grader.script === undefined && grader.command === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['script'],
+        message: 'is required (or grader.command, an argv such as ["python3", "grade.py"])',
+      });
+    } else if (grader.script !== undefined && grader.command !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['command'],
+        message: 'give grader.script or grader.command, not both',
+      });
+    }
+  });
+
+/**
+ * The task's own root file system (contract section 10): an OCI image layout directory or an
+ * OCI / docker-archive tarball, by path (absolute, or relative to the task directory), pinned
+ * by digest when `digest` is given.
+ */
+export const environmentSchema = z
+  .object({
+    image: z
+      .string()
+      .min(1, 'must not be empty')
+      .max(4096)
+      .refine((value) => !value.includes('\0'), 'must not contain NUL'),
+    digest: z
+      .string()
+      .regex(/^sha256:[0-9a-f]{64}$/u, 'must be sha256:<64 lowercase hex digits>')
       .optional(),
   })
   .strict();
@@ -94,6 +144,7 @@ export const taskFileSchema = z
     /** Score at or above which the run `passed`. @default 1 */
     passThreshold: z.number().min(0).max(1).optional(),
     limits: taskLimitsSchema.optional(),
+    environment: environmentSchema.optional(),
   })
   .strict()
   .superRefine(requireOneForm(['instructions', 'submission', 'grader']));
@@ -122,6 +173,7 @@ export function requireOneForm<const K extends string>(single: readonly K[]) {
 export type TaskFile = z.infer<typeof taskFileSchema>;
 export type TaskLimits = z.infer<typeof taskLimitsSchema>;
 export type GraderSpec = z.infer<typeof graderSpecSchema>;
+export type TaskEnvironment = z.infer<typeof environmentSchema>;
 export type TaskStepFile = z.infer<typeof taskStepSchema>;
 
 /** `task.json` as JSON Schema (draft 2020-12), as published in `schema/task.schema.json`. */

@@ -2,8 +2,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { readJsonFile } from '@karotte/base';
 import { createExecutableJudge, type Judge } from '@karotte/grader';
+import { ImageError, importImage, inspectImage } from '@karotte/sandbox/image';
 import { CoreError } from './errors.js';
-import { taskFileSchema, type TaskFile, type TaskLimits } from './task-schema.js';
+import { taskFileSchema, type TaskEnvironment, type TaskFile, type TaskLimits } from './task-schema.js';
 
 /** The largest task.json accepted, in bytes. */
 export const MAX_TASK_FILE_BYTES = 1024 * 1024;
@@ -26,6 +27,31 @@ export interface TaskStep {
   readonly passThreshold: number;
 }
 
+/** A task's own root file system (`environment` of task.json), checked. */
+export interface LoadedEnvironment {
+  /** Absolute path of the image (layout directory or tarball). */
+  readonly image: string;
+  /** Its digest (the manifest's; a docker archive's config digest). */
+  readonly digest: string;
+  /**
+   * The unpacked tree in the image cache, once imported (as root, at load): undefined when the
+   * task was loaded without root, which cannot run it.
+   */
+  readonly rootfs: string | undefined;
+  /** The image's `Env`, as variables (names that are not plain variable names are left out). */
+  readonly env: Readonly<Record<string, string>>;
+  /** The image's PATH, or undefined when it sets none. */
+  readonly path: string | undefined;
+}
+
+/** Options of {@link loadTask}. */
+export interface LoadTaskOptions {
+  /** Root-owned image cache where a task's image is unpacked. @default '/var/lib/karotte/images' */
+  readonly imageCacheDir?: string;
+  /** Import (unpack) the task's image when running as root. @default true */
+  readonly importImage?: boolean;
+}
+
 /** A task loaded from a directory and checked: ready to run. */
 export interface Task {
   readonly id: string;
@@ -39,6 +65,8 @@ export interface Task {
   readonly limits: TaskLimits;
   /** The parsed task.json (undefined for a task defined in code). */
   readonly file: TaskFile | undefined;
+  /** The task's image, when task.json names one; the student's root (and a command grader's) is then the image. */
+  readonly environment?: LoadedEnvironment | undefined;
 }
 
 /**
@@ -46,7 +74,7 @@ export interface Task {
  * {@link CoreError} `INVALID_TASK` (or `TASK_NOT_FOUND`) whose `field` names the offending
  * field, raised before anything runs.
  */
-export async function loadTask(taskDir: string): Promise<Task> {
+export async function loadTask(taskDir: string, options: LoadTaskOptions = {}): Promise<Task> {
   let dir: string;
   try {
     dir = await fs.realpath(taskDir);
@@ -61,19 +89,30 @@ export async function loadTask(taskDir: string): Promise<Task> {
   }
   const file = await readTaskFile(path.join(dir, 'task.json'));
   const passThreshold = file.passThreshold ?? 1;
+  const environment =
+    file.environment === undefined ? undefined : await loadEnvironment(dir, file.environment, options);
   const stepFiles = file.steps ?? [
     { instructions: file.instructions!, submission: file.submission!, grader: file.grader!, passThreshold },
   ];
   const steps: TaskStep[] = [];
   for (const [index, step] of stepFiles.entries()) {
-    const field = file.steps === undefined ? 'grader.script' : `steps[${index}].grader.script`;
-    const graderScript = await regularFileInside(dir, step.grader.script, field);
+    const prefix = file.steps === undefined ? 'grader' : `steps[${index}].grader`;
+    const field = step.grader.command === undefined ? `${prefix}.script` : `${prefix}.command`;
+    const graderScript =
+      step.grader.script === undefined ? undefined : await regularFileInside(dir, step.grader.script, field);
+    const timeout = step.grader.timeoutMs === undefined ? {} : { timeoutMs: step.grader.timeoutMs };
     let judge: Judge;
     try {
-      judge = createExecutableJudge({
-        program: graderScript,
-        ...(step.grader.timeoutMs === undefined ? {} : { timeoutMs: step.grader.timeoutMs }),
-      });
+      judge =
+        graderScript !== undefined
+          ? createExecutableJudge({ program: graderScript, ...timeout })
+          : createExecutableJudge({
+              command: [...step.grader.command!],
+              taskDir: dir,
+              ...(environment?.rootfs === undefined ? {} : { rootfs: environment.rootfs }),
+              ...(environment?.path === undefined ? {} : { searchPath: environment.path }),
+              ...timeout,
+            });
     } catch (error) {
       // The judge refuses what it could never run (a grader that is not a JavaScript module):
       // an invalid task, named by its field, before anything runs.
@@ -102,7 +141,61 @@ export async function loadTask(taskDir: string): Promise<Task> {
     hiddenDir: await optionalDirInside(dir, 'hidden'),
     limits: file.limits ?? {},
     file,
+    environment,
   };
+}
+
+/**
+ * Check the task's image: it must exist, be readable and be an image (its documents checked
+ * against their digests), and have the pinned digest when one is given. As root it is then
+ * imported into the cache (unpacked once, every layer checked; later loads find it there).
+ * Every problem is an invalid task naming `environment.image` or `environment.digest`.
+ */
+async function loadEnvironment(
+  dir: string,
+  spec: TaskEnvironment,
+  options: LoadTaskOptions,
+): Promise<LoadedEnvironment> {
+  const image = path.resolve(dir, spec.image);
+  const fieldOf = (error: unknown): string =>
+    ImageError.isInstance(error) && error.code === 'IMAGE_DIGEST_MISMATCH' && spec.digest !== undefined
+      ? 'environment.digest'
+      : 'environment.image';
+  const invalid = (error: unknown): CoreError =>
+    new CoreError(
+      'INVALID_TASK',
+      `${fieldOf(error)}: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error, field: fieldOf(error) },
+    );
+  let source;
+  try {
+    source = inspectImage(image, spec.digest);
+  } catch (error) {
+    if (ImageError.isInstance(error) && error.kind === 'bad_argument') throw invalid(error);
+    throw error;
+  }
+  let rootfs: string | undefined;
+  if (options.importImage !== false && process.getuid?.() === 0) {
+    try {
+      rootfs = (
+        await importImage(image, {
+          ...(options.imageCacheDir === undefined ? {} : { cacheDir: options.imageCacheDir }),
+          expectedDigest: source.digest,
+        })
+      ).rootfs;
+    } catch (error) {
+      if (ImageError.isInstance(error) && error.kind === 'bad_argument') throw invalid(error);
+      throw error;
+    }
+  }
+  const env: Record<string, string> = {};
+  for (const entry of source.config.env) {
+    const equals = entry.indexOf('=');
+    const name = equals === -1 ? entry : entry.slice(0, equals);
+    if (equals === -1 || !/^[A-Za-z_][A-Za-z0-9_]*$/u.test(name) || entry.length > 128 * 1024) continue;
+    env[name] = entry.slice(equals + 1);
+  }
+  return { image, digest: source.digest, rootfs, env, path: env['PATH'] };
 }
 
 async function readTaskFile(file: string): Promise<TaskFile> {

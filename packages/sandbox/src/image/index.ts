@@ -20,3 +20,5 @@ export type { ImageRuntimeConfig, ImageSource, LayerBlob } from './source.js';
 export type { UnpackReport } from './unpack.js';
 export { writeOciLayout, writeOciLayoutOptionsSchema } from './layout-writer.js';
 export type { WriteOciLayoutOptions } from './layout-writer.js';
+export { buildDebianImage, buildDebianImageOptionsSchema } from './debian.js';
+export type { BuildDebianImageOptions } from './debian.js';

@@ -90,6 +90,8 @@ export const workerOptionsSchema = z
     fenceFraction: z.number().min(0.2).max(0.95).default(0.7),
     /** How long a drain lets running episodes finish before it hands them back, ms. @default 600000 */
     drainTimeoutMs: z.number().int().min(0).max(86_400_000).default(600_000),
+    /** How long `start()` waits for Redis before it gives up (`REDIS_UNAVAILABLE`), ms. @default 30000 */
+    connectTimeoutMs: z.number().int().min(100).max(3_600_000).default(30_000),
     /** Stop (drain) after this many episodes were taken. */
     maxEpisodes: z.number().int().min(1).optional(),
     /** Stop (drain) once the queue has been empty this long, ms (a Kubernetes Job's worker). */
@@ -610,7 +612,24 @@ export function createWorker(options: WorkerOptions): DispatchWorker {
         emit({ event: 'redis_error', message: message.slice(0, 500) });
       }
     });
-    await worker.waitUntilReady();
+    // Redis may be away at start: bounded, so a worker pointed at nothing exits (1) saying so.
+    const up = await bounded(
+      worker.waitUntilReady().then(
+        () => 'ok' as const,
+        (error: unknown) => error,
+      ),
+      o.connectTimeoutMs,
+    );
+    if (up !== 'ok') {
+      await worker.close(true).catch(() => undefined);
+      await queue.close().catch(() => undefined);
+      worker = undefined;
+      throw new DispatchError(
+        'REDIS_UNAVAILABLE',
+        `Redis at ${o.redis.host}:${o.redis.port} did not answer within ${o.connectTimeoutMs} ms`,
+        up === 'timeout' ? {} : { cause: up },
+      );
+    }
     connected = true;
     lag.enable();
     // The lease watchdog: BullMQ renews about every lockMs/4 (lockRenewTime); a renewal that has not

@@ -28,8 +28,21 @@ const HOSTILE_COMMAND = [
 
 interface RedteamRow {
   readonly id: string;
+  readonly class: string;
+  readonly kind: 'control' | 'attack';
   readonly status: string;
   readonly score: number;
+  readonly ok: boolean;
+  readonly stoppedBy: readonly string[];
+  readonly expected: readonly string[] | null;
+  readonly asExpected: boolean;
+}
+
+/** The outcome cell the page shows for a row of `redteam --json`. */
+function outcomeOf(row: RedteamRow): string {
+  if (row.kind === 'control') return row.ok ? 'ok: passed' : 'CONTROL FAILED';
+  if (row.stoppedBy.length === 0) return 'NOT STOPPED';
+  return `${row.asExpected ? 'ok' : 'ok, unexpected'}: ${row.stoppedBy.join(', ')}`;
 }
 
 describe.skipIf(!isRoot && !inCI)('karotte view over runs of the real CLI', () => {
@@ -144,12 +157,33 @@ describe.skipIf(!isRoot && !inCI)('karotte view over runs of the real CLI', () =
             })
             .locator('td')
             .allTextContents();
-          expect(cells[1], row.id).toBe(task);
+          // run, class, task, status, score, expected, outcome, reason, duration, time
+          expect(cells[1], row.id).toBe(row.class);
+          expect(cells[2], row.id).toBe(task);
           expect(cells[3], row.id).toBe(row.status);
           expect(cells[4], row.id).toBe(String(row.score));
+          expect(cells[5], row.id).toBe(
+            row.kind === 'control'
+              ? 'passes'
+              : row.expected === null
+                ? 'any score 0'
+                : row.expected.join(', '),
+          );
+          expect(cells[6], row.id).toBe(outcomeOf(row));
         }
       }
-      // Filter to the task's red-team and to its passes: the two controls.
+      const attacks = [...attackRows.values()].flat().filter((r) => r.kind === 'attack');
+      expect(await page.textContent('[data-testid=summary]')).toContain(
+        `attacks: ${attacks.filter((r) => r.stoppedBy.length > 0).length} of ${attacks.length} stopped, ${attacks.filter((r) => r.asExpected).length} as expected`,
+      );
+      // The plain runs beside the red-team directories are no attacks.
+      expect(
+        await page
+          .locator('tr[data-run]', { has: page.locator('td.name', { hasText: /^runs\/control$/ }) })
+          .locator('td.attack-class')
+          .textContent(),
+      ).toBe('–');
+      // Filter to the passes: the two red-team controls and the plain control run.
       await page.selectOption('select[name=status]', 'passed');
       expect((await shownRuns(page)).sort()).toEqual([
         'redteam/quarterly-revenue/control',

@@ -4,6 +4,7 @@ export { createRunCatalog, runCatalogOptionsSchema } from './runs/reader.js';
 export type { RunCatalog, RunCatalogOptions } from './runs/reader.js';
 export { CLIPPED_KEY } from './runs/model.js';
 export type {
+  AttackOutcome,
   EventPage,
   ExportData,
   RunDetail,

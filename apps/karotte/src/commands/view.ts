@@ -6,6 +6,7 @@ import { createViewerServer, isLoopbackHost, renderExportHtml, ViewerError } fro
 import type { Command } from './command.js';
 import { UsageError } from '../args.js';
 import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
+import { ATTACKS } from '../redteam/catalog.js';
 import { listenForTermination } from '../signals.js';
 
 export const viewCommand: Command = {
@@ -53,7 +54,7 @@ export const viewCommand: Command = {
       if (values.export !== undefined) {
         if (values.export === '') throw new UsageError('flag --export needs a value');
         const file = path.resolve(values.export);
-        const { html, runs } = await renderExportHtml({ dirs });
+        const { html, runs } = await renderExportHtml({ dirs, attacks: catalogAttacks() });
         try {
           await fs.writeFile(file, html, { mode: 0o600 });
         } catch (error) {
@@ -66,7 +67,7 @@ export const viewCommand: Command = {
         return EXIT_OK;
       }
       const { host, port } = listenAddress(values.listen);
-      const server = await createViewerServer({ dirs, host, port });
+      const server = await createViewerServer({ dirs, host, port, attacks: catalogAttacks() });
       const stopped = new Promise<NodeJS.Signals>((resolve) => {
         const termination = listenForTermination((signal) => {
           termination.dispose();
@@ -94,6 +95,13 @@ export const viewCommand: Command = {
     }
   },
 };
+
+/** The catalog's attacks by id, so a red-team directory's runs show their class and expected outcome. */
+function catalogAttacks(): Record<string, { class: string; expected: string[] | null }> {
+  return Object.fromEntries(
+    ATTACKS.map((a) => [a.id, { class: a.class, expected: a.expected === 'any' ? null : [...a.expected] }]),
+  );
+}
 
 function listenAddress(listen: string | undefined): { host: string; port: number } {
   const text = listen ?? '127.0.0.1:0';

@@ -6,6 +6,7 @@ import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { EventPage, RunDetail, RunValue } from '../runs/model.js';
+import { expectedText, outcomeText } from './runs-view.js';
 import type { RunSource } from './source.js';
 import {
   asClipped,
@@ -515,6 +516,13 @@ export function RunView(props: { id: string; source: RunSource; omittedEvents: n
         ['sandbox uid', numberOf(get(result, 'sandbox', 'uid'))],
         ['wall time exceeded', get(result, 'wallTimeExceeded')],
         ['directory', `${s.root}/${s.name}`],
+        ...(s.attack === null
+          ? []
+          : ([
+              ['attack class', s.attack.class],
+              ['expected', expectedText(s)],
+              ['outcome', outcomeText(s)],
+            ] as [string, RunValue][])),
       ]}
     />
     ${

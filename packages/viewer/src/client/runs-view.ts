@@ -17,20 +17,59 @@ type SortKey =
   | 'reason'
   | 'turns'
   | 'durationMs'
-  | 'startedAt';
+  | 'startedAt'
+  | 'attackClass'
+  | 'expected'
+  | 'outcome';
 
-const COLUMNS: readonly { key: SortKey; label: string }[] = [
-  { key: 'name', label: 'run' },
-  { key: 'taskId', label: 'task' },
-  { key: 'agent', label: 'agent' },
-  { key: 'status', label: 'status' },
-  { key: 'score', label: 'score' },
-  { key: 'misbehavior', label: 'misbehavior' },
-  { key: 'reason', label: 'reason' },
-  { key: 'turns', label: 'turns' },
-  { key: 'durationMs', label: 'duration' },
-  { key: 'startedAt', label: 'time' },
+interface Column {
+  readonly key: SortKey;
+  readonly label: string;
+  /** Share of the table's width, in percent (a fixed layout: 1,000 rows lay out at once). */
+  readonly width: number;
+}
+
+const COLUMNS: readonly Column[] = [
+  { key: 'name', label: 'run', width: 16 },
+  { key: 'taskId', label: 'task', width: 11 },
+  { key: 'agent', label: 'agent', width: 6 },
+  { key: 'status', label: 'status', width: 7 },
+  { key: 'score', label: 'score', width: 4 },
+  { key: 'misbehavior', label: 'misbehavior', width: 10 },
+  { key: 'reason', label: 'reason', width: 22 },
+  { key: 'turns', label: 'turns', width: 4 },
+  { key: 'durationMs', label: 'duration', width: 7 },
+  { key: 'startedAt', label: 'time', width: 13 },
 ];
+
+/** The columns of a red-team directory's runs, shown when any run is an attack or a control. */
+const ATTACK_COLUMNS: readonly Column[] = [
+  { key: 'name', label: 'run', width: 14 },
+  { key: 'attackClass', label: 'class', width: 10 },
+  { key: 'taskId', label: 'task', width: 10 },
+  { key: 'status', label: 'status', width: 6 },
+  { key: 'score', label: 'score', width: 4 },
+  { key: 'expected', label: 'expected', width: 10 },
+  { key: 'outcome', label: 'outcome', width: 12 },
+  { key: 'reason', label: 'reason', width: 18 },
+  { key: 'durationMs', label: 'duration', width: 6 },
+  { key: 'startedAt', label: 'time', width: 10 },
+];
+
+/** An attack's expected stoppers, in a word. */
+export function expectedText(r: RunSummary): string {
+  if (r.attack === null) return '';
+  if (r.attack.class === 'control') return 'passes';
+  return r.attack.expected === null ? 'any score 0' : r.attack.expected.join(', ');
+}
+
+/** What stopped the attack, and whether that is what it expects. */
+export function outcomeText(r: RunSummary): string {
+  if (r.attack === null) return '';
+  if (r.attack.class === 'control') return r.attack.asExpected ? 'ok: passed' : 'CONTROL FAILED';
+  if (r.attack.stoppedBy.length === 0) return 'NOT STOPPED';
+  return `${r.attack.asExpected ? 'ok' : 'ok, unexpected'}: ${r.attack.stoppedBy.join(', ')}`;
+}
 
 /** Most rows drawn at once; the rest behind a button, so 20,000 runs do not stall the page. */
 const ROWS_PER_PAGE = 1000;
@@ -39,6 +78,12 @@ function sortValue(run: RunSummary, key: SortKey): string | number {
   switch (key) {
     case 'misbehavior':
       return run.misbehavior.join(',');
+    case 'attackClass':
+      return run.attack?.class ?? '';
+    case 'expected':
+      return expectedText(run);
+    case 'outcome':
+      return outcomeText(run);
     case 'score':
     case 'turns':
     case 'durationMs':
@@ -62,33 +107,64 @@ function summaryLine(runs: readonly RunSummary[]): string {
     if (statuses.has(status) || status === 'passed' || status === 'failed' || status === 'error')
       parts.push(`${statuses.get(status) ?? 0} ${status}`);
   const codes = countBy(runs.flatMap((r) => r.misbehavior));
-  return `${parts.join(', ')}${codes.length === 0 ? '' : ` · misbehavior: ${codes.map(([c, n]) => `${c} ×${n}`).join(', ')}`}`;
+  const attacks = runs.filter((r) => r.attack !== null && r.attack.class !== 'control');
+  const stopped = attacks.filter((r) => r.attack!.stoppedBy.length > 0);
+  const asExpected = attacks.filter((r) => r.attack!.asExpected);
+  return (
+    `${parts.join(', ')}${codes.length === 0 ? '' : ` · misbehavior: ${codes.map(([c, n]) => `${c} ×${n}`).join(', ')}`}` +
+    (attacks.length === 0
+      ? ''
+      : ` · attacks: ${stopped.length} of ${attacks.length} stopped, ${asExpected.length} as expected`)
+  );
 }
 
 /**
  * One row; drawn again only when its run changed (a filter or a sort keeps most rows as they
  * are, so 1,000 rows filter without diffing each).
  */
-class RunRow extends Component<{ run: RunSummary }> {
-  override shouldComponentUpdate(next: { run: RunSummary }): boolean {
-    return next.run !== this.props.run;
+class RunRow extends Component<{ run: RunSummary; attacks: boolean }> {
+  override shouldComponentUpdate(next: { run: RunSummary; attacks: boolean }): boolean {
+    return next.run !== this.props.run || next.attacks !== this.props.attacks;
   }
 
   override render(): VNode {
     const r = this.props.run;
+    const name = html`<td class="name"><a href=${`#run=${r.id}`}>${visible(r.name)}</a></td>`;
+    const status = html`<td class="status"><span class=${`badge ${r.status}`}>${r.status}</span></td>`;
+    const reason = html`<td class="reason">
+      ${visible(r.reason ?? '')}${r.problems.length > 0 ? html` <span class="warn">${`(${r.problems.length} problem${r.problems.length === 1 ? '' : 's'})`}</span>` : null}
+    </td>`;
+    const time = html`<td class="time">
+      ${visible((r.startedAt ?? '–').replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}
+    </td>`;
+    if (this.props.attacks) {
+      const outcome = outcomeText(r);
+      return html`<tr data-run=${r.id} class=${`status-${r.status}`}>
+        ${name}
+        <td class="attack-class">${visible(r.attack?.class ?? '–')}</td>
+        <td>${visible(r.taskId ?? '–')}</td>
+        ${status}
+        <td class="num">${r.score ?? '–'}</td>
+        <td class="codes">${visible(expectedText(r))}</td>
+        <td class=${`outcome ${r.attack === null || r.attack.asExpected ? '' : 'warn'}`}>
+          ${visible(outcome)}
+        </td>
+        ${reason}
+        <td class="num">${duration(r.durationMs)}</td>
+        ${time}
+      </tr>`;
+    }
     return html`<tr data-run=${r.id} class=${`status-${r.status}`}>
-      <td class="name"><a href=${`#run=${r.id}`}>${visible(r.name)}</a></td>
+      ${name}
       <td>${visible(r.taskId ?? '–')}</td>
       <td>${visible(r.agent ?? '–')}</td>
-      <td class="status"><span class=${`badge ${r.status}`}>${r.status}</span></td>
+      ${status}
       <td class="num">${r.score ?? '–'}</td>
       <td class="codes">${visible(r.misbehavior.join(', '))}</td>
-      <td class="reason">
-        ${visible(r.reason ?? '')}${r.problems.length > 0 ? html` <span class="warn">${`(${r.problems.length} problem${r.problems.length === 1 ? '' : 's'})`}</span>` : null}
-      </td>
+      ${reason}
       <td class="num">${r.turns ?? '–'}</td>
       <td class="num">${duration(r.durationMs)}</td>
-      <td class="time">${visible((r.startedAt ?? '–').replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}</td>
+      ${time}
     </tr>`;
   }
 }
@@ -102,6 +178,8 @@ export function RunsView(props: { list: RunList; onOpen: (id: string) => void })
   const [sort, setSort] = useState<{ key: SortKey; descending: boolean }>({ key: 'name', descending: false });
   const [shown, setShown] = useState(ROWS_PER_PAGE);
 
+  const attacks = useMemo(() => list.runs.some((r) => r.attack !== null), [list]);
+  const columns = attacks ? ATTACK_COLUMNS : COLUMNS;
   const codes = useMemo(() => countBy(list.runs.flatMap((r) => r.misbehavior)).map(([c]) => c), [list]);
   const tasks = useMemo(
     () => [...new Set(list.runs.map((r) => r.taskId ?? ''))].filter(Boolean).sort(),
@@ -115,9 +193,15 @@ export function RunsView(props: { list: RunList; onOpen: (id: string) => void })
         (code === '' || r.misbehavior.includes(code)) &&
         (task === '' || r.taskId === task) &&
         (needle === '' ||
-          [r.name, r.taskId ?? '', r.agent ?? '', r.reason ?? '', r.misbehavior.join(' ')].some((f) =>
-            f.toLowerCase().includes(needle),
-          )),
+          [
+            r.name,
+            r.taskId ?? '',
+            r.agent ?? '',
+            r.reason ?? '',
+            r.misbehavior.join(' '),
+            r.attack?.class ?? '',
+            outcomeText(r),
+          ].some((f) => f.toLowerCase().includes(needle))),
     );
     const direction = sort.descending ? -1 : 1;
     return kept.sort((a, b) => {
@@ -127,9 +211,12 @@ export function RunsView(props: { list: RunList; onOpen: (id: string) => void })
     });
   }, [list, query, status, code, task, sort]);
 
-  const header = (column: { key: SortKey; label: string }): VNode => {
+  const header = (column: Column): VNode => {
     const active = sort.key === column.key;
-    return html`<th aria-sort=${active ? (sort.descending ? 'descending' : 'ascending') : 'none'}>
+    return html`<th
+      style=${{ width: `${column.width}%` }}
+      aria-sort=${active ? (sort.descending ? 'descending' : 'ascending') : 'none'}
+    >
       <button
         type="button"
         class="sort"
@@ -212,7 +299,7 @@ export function RunsView(props: { list: RunList; onOpen: (id: string) => void })
     <table class="runs-table">
       <thead>
         <tr>
-          ${COLUMNS.map(header)}
+          ${columns.map(header)}
         </tr>
       </thead>
       <tbody
@@ -223,7 +310,7 @@ export function RunsView(props: { list: RunList; onOpen: (id: string) => void })
           if (id !== null && id !== undefined) props.onOpen(id);
         }}
       >
-        ${rows.slice(0, shown).map((r) => html`<${RunRow} key=${r.id} run=${r} />`)}
+        ${rows.slice(0, shown).map((r) => html`<${RunRow} key=${r.id} run=${r} attacks=${attacks} />`)}
       </tbody>
     </table>
     ${

@@ -57,17 +57,8 @@ pre {
 .count { color: var(--dim); }
 table { border-collapse: collapse; }
 .runs-table { width: 100%; table-layout: fixed; }
-.runs-table th:nth-child(1) { width: 16%; }
-.runs-table th:nth-child(2) { width: 11%; }
-.runs-table th:nth-child(3) { width: 6%; }
-.runs-table th:nth-child(4) { width: 7%; }
-.runs-table th:nth-child(5) { width: 4%; }
-.runs-table th:nth-child(6) { width: 10%; }
-.runs-table th:nth-child(7) { width: 22%; }
-.runs-table th:nth-child(8) { width: 4%; }
-.runs-table th:nth-child(9) { width: 7%; }
-.runs-table th:nth-child(10) { width: 13%; }
 .runs-table td { overflow-wrap: anywhere; }
+.outcome.warn { font-weight: 600; }
 .runs-table th, .runs-table td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; unicode-bidi: isolate; }
 .runs-table tbody tr { cursor: pointer; }
 .runs-table tbody tr:hover { background: var(--panel); }

@@ -32,6 +32,20 @@ export interface RunSummary {
   readonly startedAt: string | null;
   /** What could not be read (a missing transcript, a malformed line); empty when all is well. */
   readonly problems: readonly string[];
+  /** For a run of a red-team directory (named by a known attack's id, or `control`): the attack and its outcome. */
+  readonly attack: AttackOutcome | null;
+}
+
+/** A red-team run's attack and how it ended, as `karotte redteam` reports it. */
+export interface AttackOutcome {
+  /** The attack's class (`custody-tricks`, `resource-exhaustion`, ...), or `control`. */
+  readonly class: string;
+  /** The stoppers the attack expects (misbehavior codes, `grader`, `graded`); null when any score of 0 will do. */
+  readonly expected: readonly string[] | null;
+  /** What stopped it: its misbehavior codes, else `grader` (the grader refused it) or `graded` (scored 0); empty when it was not stopped. */
+  readonly stoppedBy: readonly string[];
+  /** The control passed, or the attack scored 0 without `error`, stopped as it expects. */
+  readonly asExpected: boolean;
 }
 
 /** The list of runs under the given directories. */

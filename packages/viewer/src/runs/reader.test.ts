@@ -54,6 +54,45 @@ describe('createRunCatalog', () => {
     expect(new Set(list.runs.map((r) => r.id)).size).toBe(3);
   });
 
+  it('gives the runs of a red-team directory their attack, expected and actual outcome, as redteam judges them', async () => {
+    const redteam = path.join(root, 'redteam');
+    await writeRun(path.join(redteam, 'control'));
+    await writeRun(path.join(redteam, 'symlink-answer-key'), {
+      status: 'failed',
+      misbehavior: [{ code: 'SYMLINK', message: 'answer.txt is a symbolic link' }],
+    });
+    await writeRun(path.join(redteam, 'fifo'), { status: 'failed', reason: 'wrong total' });
+    await writeRun(path.join(redteam, 'read-key'), { status: 'passed', score: 1 });
+    await writeRun(path.join(redteam, 'unknown-attack'), { status: 'failed' });
+    // A plain run named control, beside no attack: not a red-team control.
+    await writeRun(path.join(root, 'runs', 'control'));
+    const attacks = {
+      'symlink-answer-key': { class: 'custody-tricks', expected: ['SYMLINK'] },
+      fifo: { class: 'custody-tricks', expected: ['NOT_REGULAR_FILE'] },
+      'read-key': { class: 'answer-key-theft', expected: null },
+    };
+    const list = await (await createRunCatalog({ dirs: [root], attacks })).list();
+    const byName = Object.fromEntries(list.runs.map((r) => [r.name, r.attack]));
+    expect(byName).toEqual({
+      'redteam/control': { class: 'control', expected: null, stoppedBy: [], asExpected: true },
+      'redteam/symlink-answer-key': {
+        class: 'custody-tricks',
+        expected: ['SYMLINK'],
+        stoppedBy: ['SYMLINK'],
+        asExpected: true,
+      },
+      'redteam/fifo': {
+        class: 'custody-tricks',
+        expected: ['NOT_REGULAR_FILE'],
+        stoppedBy: ['graded'],
+        asExpected: false,
+      },
+      'redteam/read-key': { class: 'answer-key-theft', expected: null, stoppedBy: [], asExpected: false },
+      'redteam/unknown-attack': null,
+      'runs/control': null,
+    });
+  });
+
   it('shows a run directory given itself as "."', async () => {
     await writeRun(root);
     const list = await (await createRunCatalog({ dirs: [root] })).list();

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ViewerError } from '../errors.js';
 import {
   CLIPPED_KEY,
+  type AttackOutcome,
   type EventPage,
   type RunDetail,
   type RunList,
@@ -62,6 +63,17 @@ export const runCatalogOptionsSchema = z
      * @default 20000
      */
     maxRuns: z.number().int().positive().max(1_000_000).default(20_000),
+    /**
+     * Known red-team attacks by id: a run whose directory is named by one (as `redteam --out`
+     * names them; `control` is the control) gets its class, expected and actual outcome.
+     * @default {}
+     */
+    attacks: z
+      .record(
+        z.string().min(1),
+        z.object({ class: z.string().min(1), expected: z.array(z.string().min(1)).nullable() }).strict(),
+      )
+      .default({}),
   })
   .strict();
 
@@ -156,13 +168,18 @@ export async function createRunCatalog(options: RunCatalogOptions): Promise<RunC
   const resultOf = async (run: Located): Promise<{ value: RunValue; problems: string[] }> =>
     readResult(path.join(run.dir, 'result.json'), parsed);
 
+  // A directory is a red-team run's when one of its runs is named by a known attack's id (as
+  // `redteam --out` names them): only there is `control` the control, and are ids attacks.
+  const redteamDirs = new Set<string>();
+  const inRedteam = (run: Located): boolean => redteamDirs.has(path.dirname(run.dir));
+
   const summaryOf = async (run: Located): Promise<RunSummary> => {
-    const key = `${await fileKey(path.join(run.dir, 'result.json'))}|${await fileKey(path.join(run.dir, 'transcript.jsonl'))}`;
+    const key = `${inRedteam(run)}|${await fileKey(path.join(run.dir, 'result.json'))}|${await fileKey(path.join(run.dir, 'transcript.jsonl'))}`;
     const cached = summaries.get(run.id);
     if (cached !== undefined && cached.key === key) return cached.value;
     const result = await resultOf(run);
     const transcriptHead = await readTranscriptHead(path.join(run.dir, 'transcript.jsonl'));
-    const value = summarize(run, result, transcriptHead);
+    const value = summarize(run, result, transcriptHead, inRedteam(run) ? parsed.attacks : null);
     summaries.set(run.id, { key, value });
     return value;
   };
@@ -173,7 +190,11 @@ export async function createRunCatalog(options: RunCatalogOptions): Promise<RunC
       const problems: string[] = [];
       const located = await locateRuns(roots, parsed, problems);
       known.clear();
-      for (const run of located) known.set(run.id, run);
+      redteamDirs.clear();
+      for (const run of located) {
+        known.set(run.id, run);
+        if (Object.hasOwn(parsed.attacks, path.basename(run.dir))) redteamDirs.add(path.dirname(run.dir));
+      }
       const runs: RunSummary[] = [];
       for (const run of located) runs.push(await summaryOf(run));
       return { roots, runs, problems };
@@ -457,10 +478,45 @@ function reasonOf(result: RunValue): string | null {
   return null;
 }
 
+/**
+ * A red-team run's outcome, as `karotte redteam` judges it: what stopped the attack (its
+ * misbehavior codes, else the grader's refusal, else a score of 0), and whether that is what
+ * the attack expects. The control must pass.
+ */
+function attackOutcome(
+  dir: string,
+  result: RunValue,
+  attacks: ParsedOptions['attacks'] | null,
+): AttackOutcome | null {
+  if (attacks === null) return null;
+  const id = path.basename(dir);
+  const status = text(field(result, 'status'));
+  if (status === null) return null;
+  if (id === 'control')
+    return { class: 'control', expected: null, stoppedBy: [], asExpected: status === 'passed' };
+  if (!Object.hasOwn(attacks, id)) return null;
+  const attack = attacks[id]!;
+  const score = num(field(result, 'score'));
+  const stopped = status === 'failed' && score === 0;
+  const misbehavior = field(result, 'misbehavior');
+  const steps = field(result, 'steps');
+  const last = Array.isArray(steps) ? field(steps.at(-1) ?? null, 'verdict') : null;
+  let stoppedBy: string[];
+  if (!stopped) stoppedBy = [];
+  else if (Array.isArray(misbehavior) && misbehavior.length > 0)
+    stoppedBy = unique(misbehavior.map((m) => text(field(m, 'code')) ?? '?'));
+  else if (field(last, 'graderFailure') !== null) stoppedBy = ['grader'];
+  else stoppedBy = ['graded'];
+  const asExpected =
+    stopped && (attack.expected === null || stoppedBy.some((s) => attack.expected!.includes(s)));
+  return { class: attack.class, expected: attack.expected, stoppedBy, asExpected };
+}
+
 function summarize(
   run: Located,
   result: { value: RunValue; problems: string[] },
   head: { present: boolean; first: RunValue },
+  attacks: ParsedOptions['attacks'] | null,
 ): RunSummary {
   const problems = [...result.problems];
   if (!head.present) problems.push('transcript.jsonl is missing');
@@ -474,10 +530,11 @@ function summarize(
   if (r !== null && status === 'unreadable')
     problems.push('result.json has no status of passed, failed or error');
   const misbehavior = field(r, 'misbehavior');
+  const name = path.relative(run.root, run.dir) || '.';
   return {
     id: run.id,
     root: run.root,
-    name: path.relative(run.root, run.dir) || '.',
+    name,
     taskId: text(field(r, 'taskId')) ?? text(field(head.first, 'taskId')),
     agent: text(field(r, 'agent')) ?? text(field(head.first, 'agent')),
     status,
@@ -488,5 +545,6 @@ function summarize(
     durationMs: num(field(r, 'durationMs')),
     startedAt: text(field(r, 'startedAt')) ?? text(field(head.first, 'time')),
     problems,
+    attack: attackOutcome(run.dir, r, attacks),
   };
 }

@@ -8,6 +8,7 @@ import {
   pruneImages,
 } from '@karotte/core';
 import { UsageError } from '../args.js';
+import { imageCacheDir } from '../image-cache.js';
 import type { Command } from './command.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 
@@ -22,7 +23,8 @@ const HELP = [
   'the tree, devices, setuid bits and ".." paths made harmless or refused) and print the',
   "image's digest. ls: the cached images. prune: remove them (all, or the digests named).",
   'build-debian: a small Debian image made here with mmdebstrap, as an OCI image layout.',
-  `The cache is ${DEFAULT_IMAGE_CACHE_DIR} unless --cache names another. Needs root.`,
+  `The cache is ${DEFAULT_IMAGE_CACHE_DIR} unless --cache or KAROTTE_IMAGE_CACHE_DIR names another`,
+  '(karotte run and validate use KAROTTE_IMAGE_CACHE_DIR too). Needs root.',
   'Exit 0 when done, 1 when the host cannot (not root, no mmdebstrap), 2 for a bad image or usage.',
 ].join('\n');
 
@@ -33,6 +35,9 @@ function parse(argv: readonly string[], options: Record<string, { type: 'string'
     throw new UsageError((error as Error).message.replace(/\. To specify a positional argument.*$/su, ''));
   }
 }
+
+/** --cache, else KAROTTE_IMAGE_CACHE_DIR, else the default. */
+const cacheOf = (flag: unknown): string | undefined => (typeof flag === 'string' ? flag : imageCacheDir());
 
 export const imageCommand: Command = {
   summary: "import, list and prune task images (a task's own root file system), or build a Debian one",
@@ -49,7 +54,7 @@ export const imageCommand: Command = {
           });
           if (positionals.length !== 1) throw new UsageError('image import takes one image path');
           const result = await importImage(positionals[0]!, {
-            ...(typeof values['cache'] === 'string' ? { cacheDir: values['cache'] } : {}),
+            ...(cacheOf(values['cache']) === undefined ? {} : { cacheDir: cacheOf(values['cache'])! }),
             ...(typeof values['digest'] === 'string' ? { expectedDigest: values['digest'] } : {}),
           });
           if (values['json'] === true) {
@@ -76,7 +81,7 @@ export const imageCommand: Command = {
             json: { type: 'boolean' },
           });
           if (positionals.length > 0) throw new UsageError('image ls takes no arguments');
-          const images = listImages(typeof values['cache'] === 'string' ? values['cache'] : undefined);
+          const images = listImages(cacheOf(values['cache']));
           if (values['json'] === true) io.stdout.write(`${JSON.stringify({ images })}\n`);
           else {
             for (const image of images) {
@@ -91,7 +96,7 @@ export const imageCommand: Command = {
         case 'prune': {
           const { values, positionals } = parse(rest, { cache: { type: 'string' } });
           const removed = pruneImages(
-            typeof values['cache'] === 'string' ? values['cache'] : undefined,
+            cacheOf(values['cache']),
             positionals.length === 0 ? undefined : positionals,
           );
           io.stdout.write(`removed ${removed.length} image(s)${removed.map((d) => `\n${d}`).join('')}\n`);

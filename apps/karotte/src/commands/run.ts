@@ -10,6 +10,7 @@ import { appWorld } from '../examples.js';
 import { displaySafe, formatDuration, terminalWidth } from '../format.js';
 import { createProgressPrinter, explainResult, progressWanted } from '../progress.js';
 import { recoveringWorld } from '../recovering-world.js';
+import { loadTaskOptions } from '../image-cache.js';
 import {
   AGENT_FLAGS,
   createModelAgent,
@@ -72,7 +73,7 @@ export const runCommand: Command = {
     let task;
     let messages;
     try {
-      task = await loadTask(flags.task!);
+      task = await loadTask(flags.task!, loadTaskOptions());
       if (choice.kind === 'replay') messages = await loadReplay(choice.replay);
     } catch (error) {
       if (CoreError.isInstance(error) && error.kind === 'bad_argument') {

@@ -2,6 +2,7 @@ import { CoreError, loadTask } from '@karotte/core';
 import type { Command } from './command.js';
 import { parseFlags } from '../args.js';
 import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
+import { loadTaskOptions } from '../image-cache.js';
 
 /**
  * What to do about an invalid task, for the mistakes a newcomer makes in a task that
@@ -64,7 +65,7 @@ export const validateCommand: Command = {
   async run(argv, { io }) {
     const flags = parseFlags(argv, { task: { type: 'string' }, json: { type: 'boolean' } }, ['task']);
     try {
-      const task = await loadTask(flags.task!);
+      const task = await loadTask(flags.task!, loadTaskOptions());
       const summary = {
         valid: true,
         id: task.id,

@@ -3,6 +3,7 @@
 // student, real graders. Needs root.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +18,7 @@ import {
   eventually,
   examples,
   leftovers,
+  OpenEnvTestClient,
   replayOf,
   sandboxIdOfUid,
   startTestServer,
@@ -367,6 +369,92 @@ describe.skipIf(!isRoot && !inCI)('the MCP endpoint of an episode', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
       await http1.cancel(episode.episodeId);
+    }
+  });
+
+  it('on a unix socket (mode 0600): MCP (JSON-RPC over HTTP on the socket) and OpenEnv (ws+unix) both work', async () => {
+    const own = await startTestServer({ socket: true, taskIds: ['quarterly-revenue'] });
+    try {
+      expect(fs.statSync(own.address).mode & 0o777).toBe(0o600);
+      const post = (p: string, body: unknown, headers: Record<string, string> = {}) =>
+        new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>(
+          (resolve, reject) => {
+            const text = JSON.stringify(body);
+            const req = http.request(
+              {
+                socketPath: own.address,
+                method: 'POST',
+                path: p,
+                headers: {
+                  authorization: `Bearer ${own.token}`,
+                  'content-type': 'application/json',
+                  accept: 'application/json, text/event-stream',
+                  'content-length': Buffer.byteLength(text),
+                  ...headers,
+                },
+              },
+              (res) => {
+                let out = '';
+                res.on('data', (c: Buffer) => (out += c.toString('utf8')));
+                res.on('end', () => {
+                  resolve({ status: res.statusCode!, headers: res.headers, body: out });
+                });
+              },
+            );
+            req.on('error', reject);
+            req.end(text);
+          },
+        );
+      const created = await post('/v1/episodes', { taskId: 'quarterly-revenue' });
+      const episodeId = (JSON.parse(created.body) as { episodeId: string }).episodeId;
+      const mcpPath = `/v1/episodes/${episodeId}/mcp`;
+      const init = await post(mcpPath, {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'karotte-test', version: '1' },
+        },
+      });
+      expect(init.status).toBe(200);
+      const session = {
+        'mcp-session-id': String(init.headers['mcp-session-id']),
+        'mcp-protocol-version': '2025-06-18',
+      };
+      expect(
+        (await post(mcpPath, { jsonrpc: '2.0', method: 'notifications/initialized' }, session)).status,
+      ).toBe(202);
+      const called = await post(
+        mcpPath,
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'bash', arguments: { command: 'echo over-the-socket' } },
+        },
+        session,
+      );
+      expect((JSON.parse(called.body) as { result: TextResult }).result.content[0]!.text).toMatch(
+        /^over-the-socket\n/,
+      );
+      await post(`/v1/episodes/${episodeId}/finish`, {});
+      const env = await OpenEnvTestClient.connect(`ws+unix://${own.address}:/openenv/${own.token}`);
+      const reset = await env.reset();
+      expect(reset.type).toBe('observation');
+      const step = await env.step({
+        type: 'call_tool',
+        tool_name: 'bash',
+        arguments: { command: 'echo ws-on-the-socket' },
+      });
+      expect(
+        ((step.data['observation'] as Record<string, unknown>)['toolMessages'] as { content: string }[])[0]!
+          .content,
+      ).toMatch(/^ws-on-the-socket\n/);
+      expect(await env.disconnect()).toBe(1000);
+    } finally {
+      await own.stop();
     }
   });
 

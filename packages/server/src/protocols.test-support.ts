@@ -5,8 +5,24 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { pidsOfUid } from '../../../test/support/index.js';
 import { createEnvironmentServer, type EnvironmentServer } from './server.js';
+
+/** Live (non-zombie) pids whose real uid is `uid`, from a /proc walk. */
+function pidsOfUid(uid: number): number[] {
+  const out: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const status = fs.readFileSync(`/proc/${name}/status`, 'utf8');
+      const real = /^Uid:\s+(\d+)/m.exec(status)?.[1];
+      const state = /^State:\s+(\S)/m.exec(status)?.[1];
+      if (real === String(uid) && state !== 'Z') out.push(Number(name));
+    } catch {
+      // vanished
+    }
+  }
+  return out;
+}
 
 export const examples = path.resolve(import.meta.dirname, '../../../apps/karotte/examples');
 
@@ -27,6 +43,8 @@ export async function startTestServer(
     reconnectGraceMs?: number;
     maxBodyBytes?: number;
     taskIds?: readonly string[];
+    /** Listen on a unix socket (made in the test's directory) instead of loopback TCP. */
+    socket?: boolean;
   } = {},
 ): Promise<TestServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-protocols-test-'));
@@ -45,7 +63,9 @@ export async function startTestServer(
       // The examples' answer keys, where the app keeps them, stay out of every student's reach.
       hiddenPaths: [examples, dir],
     });
-    const address = await server.listen({ host: '127.0.0.1', port: 0 });
+    const address = await server.listen(
+      options.socket === true ? { socket: path.join(dir, 'serve.sock') } : { host: '127.0.0.1', port: 0 },
+    );
     return {
       server,
       address,

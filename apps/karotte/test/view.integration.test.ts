@@ -39,6 +39,11 @@ beforeAll(async () => {
     ],
     durationMs: 17_300,
   });
+  // The limit hit as the harness records it, after the result that hit it.
+  await fs.appendFile(
+    path.join(root, 'fork-bomb', 'transcript.jsonl'),
+    `${JSON.stringify({ step: 0, hit: { scope: 'student', limit: 'pids', limitValue: 256, observed: 256, enforcement: 'prevented', message: 'pids max ×1552 (pids.events:max)' }, type: 'limit_hit', seq: 10, elapsedMs: 17208 })}\n`,
+  );
   await writeRun(path.join(root, 'symlink-answer-key'), {
     status: 'failed',
     misbehavior: [{ code: 'SYMLINK', message: 'answer.txt is a symbolic link', path: 'answer.txt' }],
@@ -138,7 +143,10 @@ async function checkPage(page: Page, log: PageLog): Promise<void> {
   await page.waitForSelector('[data-testid=tool-result]');
   expect(await page.locator('[data-testid=tool-call] pre').first().textContent()).toBe('cat answer.txt');
   expect(await page.locator('[data-testid=tool-result] pre').first().textContent()).toBe('6334194\n');
-  expect(await page.textContent('[data-testid=event-count]')).toMatch(/^10 of 10 events/);
+  expect(await page.textContent('[data-testid=event-count]')).toMatch(/^11 of 11 events/);
+  expect(await page.textContent('[data-testid=limit-hit]')).toContain(
+    'limit hit: student pids (limit 256, observed 256, prevented): pids max ×1552 (pids.events:max)',
+  );
   expect(await page.locator('[data-testid=misbehavior]').first().textContent()).toContain('PIDS_LIMIT');
   expect(await page.textContent('[data-testid=limit-hits]')).toContain('pids max ×1552');
   expect(await page.textContent('[data-testid=custody]')).toContain(

@@ -410,7 +410,12 @@ function TranscriptEvent(props: { event: RunValue }): VNode | null {
         `turn ${n(get(e, 'turn'))} · ${stringOf(get(e, 'finishReason')) ?? ''} · model ${duration(numberOf(get(e, 'timing', 'modelMs')))}`,
       );
     case 'limit_hit':
-      return line('warn-box', 'limit hit', html`<${Text} value=${e} />`, 'limit-hit');
+      return line(
+        'warn-box',
+        `limit hit: ${s(get(e, 'hit', 'scope'))} ${s(get(e, 'hit', 'limit'))} (limit ${n(get(e, 'hit', 'limitValue'))}, observed ${n(get(e, 'hit', 'observed'))}, ${s(get(e, 'hit', 'enforcement'))}): ${stringOf(get(e, 'hit', 'message')) ?? ''}`,
+        null,
+        'limit-hit',
+      );
     case 'reaped':
       return line(
         'meta',

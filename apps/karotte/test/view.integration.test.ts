@@ -70,6 +70,16 @@ beforeAll(async () => {
       Buffer.from(' bytes"}}\n'),
     ]),
   );
+  // A long transcript: 450 tool results after the usual events, paged 200 at a time.
+  const long = await writeRun(path.join(root, 'long-transcript'), { status: 'failed' });
+  await fs.appendFile(
+    path.join(long, 'transcript.jsonl'),
+    Array.from(
+      { length: 440 },
+      (_, i) =>
+        `${JSON.stringify({ type: 'tool_result', step: 0, result: { toolCallId: `call_${i + 1}`, name: 'bash', ok: true, stdout: `line ${i + 1}\n`, stderr: '', exitCode: 0 } })}\n`,
+    ).join(''),
+  );
   await fs.mkdir(path.join(root, 'broken'));
   await fs.writeFile(path.join(root, 'broken', 'result.json'), '{"status": "passed", ');
   await fs.writeFile(
@@ -103,11 +113,12 @@ async function checkPage(page: Page, log: PageLog): Promise<void> {
     'fork-bomb',
     'hostile-<img src=x onerror=alert(1)>',
     'invalid-utf8',
+    'long-transcript',
     'symlink-answer-key',
     'ten-mb-line',
   ]);
   expect(await page.textContent('[data-testid=summary]')).toBe(
-    '7 runs, 1 passed, 5 failed, 0 error, 1 unreadable · misbehavior: SYMLINK ×2, PIDS_LIMIT ×1',
+    '8 runs, 1 passed, 6 failed, 0 error, 1 unreadable · misbehavior: SYMLINK ×2, PIDS_LIMIT ×1',
   );
   const forkBomb = page.locator('tr[data-run]', { hasText: 'fork-bomb' });
   expect(await forkBomb.locator('td').allTextContents()).toEqual([
@@ -125,7 +136,7 @@ async function checkPage(page: Page, log: PageLog): Promise<void> {
 
   // Filters: by status, by misbehavior code, by text; then sorting.
   await page.selectOption('select[name=status]', 'failed');
-  expect(await shownRuns(page)).toHaveLength(5);
+  expect(await shownRuns(page)).toHaveLength(6);
   await page.selectOption('select[name=code]', 'SYMLINK');
   expect(await shownRuns(page)).toEqual(['hostile-<img src=x onerror=alert(1)>', 'symlink-answer-key']);
   await page.selectOption('select[name=code]', '');
@@ -133,7 +144,7 @@ async function checkPage(page: Page, log: PageLog): Promise<void> {
   await page.fill('input[name=query]', '256-process');
   expect(await shownRuns(page)).toEqual(['fork-bomb']);
   await page.fill('input[name=query]', '');
-  expect(await page.textContent('[data-testid=shown-count]')).toBe('7 shown');
+  expect(await page.textContent('[data-testid=shown-count]')).toBe('8 shown');
   await page.click('button[data-sort=score]');
   await page.click('button[data-sort=score]');
   expect((await shownRuns(page))[0]).toBe('control');
@@ -199,6 +210,23 @@ async function checkPage(page: Page, log: PageLog): Promise<void> {
   const answered = Date.now();
   await page.evaluate(() => document.title);
   expect(Date.now() - answered).toBeLessThan(1000);
+  await page.click('a.back');
+
+  // A long transcript comes 200 events at a time.
+  await page.click('tr[data-run] >> text=long-transcript');
+  await page.waitForSelector('[data-testid=tool-result]');
+  expect(await page.textContent('[data-testid=event-count]')).toBe('200 of 450 events');
+  expect(await page.locator('[data-testid=tool-result]').count()).toBe(191);
+  await page.click('button.more');
+  await page.waitForFunction(
+    () => document.querySelector('[data-testid=event-count]')?.textContent === '400 of 450 events',
+  );
+  await page.click('button.more');
+  await page.waitForFunction(
+    () => document.querySelector('[data-testid=event-count]')?.textContent === '450 of 450 events',
+  );
+  expect(await page.locator('[data-testid=tool-result] pre').last().textContent()).toBe('line 440\n');
+  expect(await page.locator('button.more').count()).toBe(0);
   await page.click('a.back');
 
   // Invalid UTF-8 and a malformed result.json are said, not fatal.
@@ -269,7 +297,7 @@ describe('karotte view in Chromium', () => {
   it('exports one HTML file that opens from file:// and shows the same, making no request at all', async () => {
     const file = path.join(root, '..', `${path.basename(root)}-export.html`);
     const { html, runs } = await renderExportHtml({ dirs: [root] });
-    expect(runs).toBe(7);
+    expect(runs).toBe(8);
     await fs.writeFile(file, html);
     const { page, log, close } = await openPage();
     try {

@@ -268,10 +268,14 @@ describe('createRunCatalog', () => {
     expect(list.problems).toEqual(['more than 2 runs: the rest are not listed']);
   });
 
-  it('knows only the ids of its runs', async () => {
+  it('knows only the ids of its runs, found again by a fresh catalog before any list', async () => {
     await writeRun(path.join(root, 'a'));
     const catalog = await createRunCatalog({ dirs: [root] });
-    await catalog.list();
+    const [run] = (await catalog.list()).runs;
+    // A page reloaded on a run's address after the server restarted asks for the run first.
+    const fresh = await createRunCatalog({ dirs: [root] });
+    expect(await fresh.detail(run!.id)).toMatchObject({ summary: { name: 'a' }, eventCount: 10 });
+    expect((await (await createRunCatalog({ dirs: [root] })).events(run!.id, 0, 2))!.events).toHaveLength(2);
     expect(await catalog.detail('0123456789abcdef')).toBeNull();
     expect(await catalog.events('0123456789abcdef', 0, 10)).toBeNull();
   });

@@ -86,7 +86,7 @@ export interface RunCatalog {
   readonly roots: readonly string[];
   /** Every run found now (a second call finds runs written since). */
   list(): Promise<RunList>;
-  /** One run by its id from the last {@link list}; null for an id it does not know. */
+  /** One run by its id (an id not seen yet walks the directories again); null for an id of no run. */
   detail(id: string): Promise<RunDetail | null>;
   /** Events `offset` to `offset + limit` of a run's transcript; null for an unknown id. */
   events(id: string, offset: number, limit: number): Promise<EventPage | null>;
@@ -184,23 +184,34 @@ export async function createRunCatalog(options: RunCatalogOptions): Promise<RunC
     return value;
   };
 
+  const rescan = async (problems: string[]): Promise<Located[]> => {
+    const located = await locateRuns(roots, parsed, problems);
+    known.clear();
+    redteamDirs.clear();
+    for (const run of located) {
+      known.set(run.id, run);
+      if (Object.hasOwn(parsed.attacks, path.basename(run.dir))) redteamDirs.add(path.dirname(run.dir));
+    }
+    return located;
+  };
+  // An id not seen yet (a page opened on a run's address before the list was read, a run
+  // written since): walk again once before saying it is unknown.
+  const locate = async (id: string): Promise<Located | undefined> => {
+    if (!known.has(id)) await rescan([]);
+    return known.get(id);
+  };
+
   return {
     roots,
     async list() {
       const problems: string[] = [];
-      const located = await locateRuns(roots, parsed, problems);
-      known.clear();
-      redteamDirs.clear();
-      for (const run of located) {
-        known.set(run.id, run);
-        if (Object.hasOwn(parsed.attacks, path.basename(run.dir))) redteamDirs.add(path.dirname(run.dir));
-      }
+      const located = await rescan(problems);
       const runs: RunSummary[] = [];
       for (const run of located) runs.push(await summaryOf(run));
       return { roots, runs, problems };
     },
     async detail(id) {
-      const run = known.get(id);
+      const run = await locate(id);
       if (run === undefined) return null;
       const [summary, result, transcript] = await Promise.all([
         summaryOf(run),
@@ -215,7 +226,7 @@ export async function createRunCatalog(options: RunCatalogOptions): Promise<RunC
       };
     },
     async events(id, offset, limit) {
-      const run = known.get(id);
+      const run = await locate(id);
       if (run === undefined) return null;
       const transcript = await transcriptOf(run);
       const start = Math.max(0, Math.min(offset, transcript.events.length));

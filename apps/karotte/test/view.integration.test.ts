@@ -259,6 +259,25 @@ describe('karotte view in Chromium', () => {
     }
   });
 
+  it("opens a run's own address on a server that has not listed the runs yet", async () => {
+    const list = (await (await fetch(new URL('/api/runs', url))).json()) as {
+      runs: { id: string; name: string }[];
+    };
+    const forkBomb = list.runs.find((r) => r.name === 'fork-bomb')!;
+    const fresh = await createViewerServer({ dirs: [root] });
+    const freshUrl = await fresh.listen();
+    const { page, log, close } = await openPage();
+    try {
+      await page.goto(`${freshUrl}#run=${forkBomb.id}`);
+      await page.waitForSelector('[data-testid=tool-result]');
+      expect(await page.locator('h2').first().textContent()).toContain('fork-bomb');
+      expect(log.errors).toEqual([]);
+    } finally {
+      await close();
+      await fresh.close();
+    }
+  });
+
   it('shows a run still being written, and its new events as they are appended', async () => {
     const live = path.join(root, 'zz-live');
     await fs.mkdir(live);

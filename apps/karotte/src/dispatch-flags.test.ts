@@ -13,6 +13,10 @@ const open = path.join(dir, 'password-0644');
 fs.writeFileSync(open, 'secret\n', { mode: 0o644 });
 fs.chmodSync(open, 0o644);
 const replay = path.join(EXAMPLES_DIR, 'quarterly-revenue', 'control.json');
+fs.writeFileSync(
+  path.join(dir, 'endpoints-bad.json'),
+  JSON.stringify({ 'Bad Name': { baseUrl: 'http://127.0.0.1:1/v1' } }),
+);
 afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
@@ -63,12 +67,18 @@ describe('karotte worker, submit and results refuse bad flags with exit 2', () =
     [['worker', ...R, '--tasks', EXAMPLES_DIR, '--idle-ms', '1000'], '--idle-ms needs --exit-when-drained'],
     [['worker', ...R, '--tasks', EXAMPLES_DIR, '--queue', 'A:B'], '--queue takes'],
     [['worker', ...R, '--tasks', EXAMPLES_DIR, '--password', 'x'], 'unknown flag --password'],
-    [[...SUBMIT, '--agent', 'openai'], '--agent takes replay'],
+    [[...SUBMIT, '--agent', 'claude'], '--agent takes replay or openai'],
+    [[...SUBMIT, '--agent', 'openai'], '--agent openai needs --endpoint'],
+    [[...SUBMIT, '--endpoint', 'e1'], '--endpoint does not go with --agent replay'],
     [[...SUBMIT, '--run', 'Run:1'], '--run takes'],
     [[...SUBMIT, '--n', '0'], '--n takes an integer from 1'],
     [[...SUBMIT, '--task', 'Not A Task'], '--task takes a task id'],
     [['results', ...R, '--run', 'r1', '--timeout-ms', '5'], '--timeout-ms needs --wait'],
     [['results', '--run', 'r1'], 'missing required flag --redis'],
+    [
+      ['worker', ...R, '--tasks', EXAMPLES_DIR, '--endpoints', path.join(dir, 'endpoints-bad.json')],
+      '--endpoints',
+    ],
   ])('%j', async (args, message) => {
     const { code, err, out } = await karotte(args);
     expect(code).toBe(2);

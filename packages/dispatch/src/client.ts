@@ -1,5 +1,4 @@
 import { parseOptions } from '@karotte/base';
-import type { AssistantMessage } from '@karotte/core';
 import { Queue, QueueEvents, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -7,6 +6,7 @@ import { DispatchError } from './errors.js';
 import { clientConnection, redisTargetSchema } from './redis.js';
 import {
   PAYLOAD_SCHEMA_VERSION,
+  jobAgentSchema,
   parseJobResult,
   parsePayload,
   runIdSchema,
@@ -35,7 +35,8 @@ export const submitOptionsSchema = z
   .object({
     runId: runIdSchema,
     task: z.object({ id: z.string(), digest: taskDigestSchema.optional() }).strict(),
-    agent: z.object({ kind: z.literal('replay'), messages: z.array(z.custom<AssistantMessage>()) }).strict(),
+    /** The agent: `{kind: 'replay', messages}` or `{kind: 'openai', endpoint, model, sampling?, policyVersion?}`. */
+    agent: jobAgentSchema,
     /** Episodes to add. @default 1 */
     n: z.number().int().min(1).max(100_000).default(1),
     /** Index of the first episode (ids are `<run>-<task>-<index>`). @default 0 */

@@ -5,6 +5,7 @@ export {
   MAX_RESULT_BYTES,
   PAYLOAD_SCHEMA_VERSION,
   episodeIdSchema,
+  endpointNameSchema,
   episodeResultSchema,
   jobAgentSchema,
   jobPayloadSchema,
@@ -23,10 +24,11 @@ export { Metrics } from './metrics.js';
 export {
   autoConcurrency,
   createWorker,
+  endpointSchema,
   prefixSchema,
   queueNameSchema,
   workerOptionsSchema,
 } from './worker.js';
-export type { DispatchWorker, WorkerEvent, WorkerOptions } from './worker.js';
+export type { DispatchWorker, Endpoint, WorkerEvent, WorkerOptions } from './worker.js';
 export { clientOptionsSchema, createDispatchClient, submitOptionsSchema } from './client.js';
 export type { ClientOptions, DispatchClient, EpisodeReport, RunProgress, SubmitOptions } from './client.js';

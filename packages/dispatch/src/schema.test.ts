@@ -47,7 +47,17 @@ describe('parsePayload', () => {
     ['an api key in the agent', { agent: { kind: 'replay', messages: control, apiKey: 'sk' } }, 'agent'],
     ['another schema version', { schema: 2 }, 'schema'],
     ['a bad digest', { task: { id: 'sum', digest: 'md5:1' } }, 'task.digest'],
-    ['a model agent (workers own endpoints)', { agent: { kind: 'openai', model: 'x' } }, 'agent.kind'],
+    [
+      "a model agent's URL (workers own endpoints)",
+      { agent: { kind: 'openai', endpoint: 'e1', model: 'x', baseURL: 'http://10.0.0.9/v1' } },
+      'agent',
+    ],
+    [
+      "a model agent's key",
+      { agent: { kind: 'openai', endpoint: 'e1', model: 'x', apiKey: 'sk-1' } },
+      'agent',
+    ],
+    ['an agent of no known kind', { agent: { kind: 'claude', model: 'x' } }, 'agent.kind'],
     ['an episode of another run', { episodeId: 'r2-sum-0' }, 'episodeId'],
     ['a job id with a colon', { episodeId: 'r1:sum-0' }, 'episodeId'],
   ])('refuses %s, naming the field', (_what, over, field) => {
@@ -60,6 +70,17 @@ describe('parsePayload', () => {
     expect(DispatchError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ code: 'INVALID_PAYLOAD', kind: 'bad_argument' });
     expect((error as DispatchError).field?.startsWith(field)).toBe(true);
+  });
+
+  it('accepts a model agent that names its endpoint', () => {
+    const agent = {
+      kind: 'openai',
+      endpoint: 'vllm-a',
+      model: 'qwen',
+      sampling: { temperature: 1 },
+      policyVersion: 'v3',
+    };
+    expect(parsePayload(payload({ agent })).agent).toEqual(agent);
   });
 
   it(`refuses a payload past ${MAX_PAYLOAD_BYTES} bytes`, () => {

@@ -1,4 +1,5 @@
 import { parseJsonStrict } from '@karotte/base';
+import { samplingSchema } from '@karotte/agents';
 import { replaySchema, taskIdSchema } from '@karotte/core';
 import { z } from 'zod';
 import { DispatchError } from './errors.js';
@@ -29,13 +30,29 @@ export const episodeIdSchema = z
 /** A task digest: `sha256:` and 64 lowercase hex digits (see {@link taskDigest}). */
 export const taskDigestSchema = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'sha256:<64 hex digits>');
 
+/** The name of a model endpoint a worker knows (its URL and key stay on the worker). */
+export const endpointNameSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'an endpoint name is [a-z0-9][a-z0-9-]*');
+
 /**
- * The agent a job names. Only the replay agent today: its assistant messages travel in the
- * payload (they are the operator's script of the student, never task data). A model agent's
- * endpoint and key stay on the worker.
+ * The agent a job names: the replay agent, whose assistant messages travel in the payload (the
+ * operator's script of the student, never task data), or a model behind an OpenAI-compatible
+ * endpoint that the payload names only: its URL and API key are the worker's own
+ * (`WorkerOptions.endpoints`), never in Redis.
  */
 export const jobAgentSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('replay'), messages: replaySchema }).strict(),
+  z
+    .object({
+      kind: z.literal('openai'),
+      endpoint: endpointNameSchema,
+      model: z.string().min(1).max(1024),
+      sampling: samplingSchema.optional(),
+      /** The trainer's policy version, kept with the result so stale episodes can be dropped. */
+      policyVersion: z.string().min(1).max(200).optional(),
+    })
+    .strict(),
 ]);
 
 /**
@@ -89,6 +106,8 @@ export const jobResultSchema = z
     worker: z.string().max(200),
     attemptsStarted: z.number().int().nonnegative(),
     outDir: z.string().max(4096),
+    /** The payload's `agent.policyVersion`, when it had one. */
+    policyVersion: z.string().max(200).optional(),
     transcript: z
       .object({ path: z.string().max(4096), sha256: z.string(), bytes: z.number().int().nonnegative() })
       .strict()

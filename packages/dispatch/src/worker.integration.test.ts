@@ -7,6 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import process from 'node:process';
+import { createScriptedModelServer, textReply, toolCallReply } from '@karotte/agents/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   autoConcurrency,
@@ -175,6 +176,60 @@ describe.skipIf(!isRoot || !haveRedis)(
         await until('/readyz 200 with Redis back', async () => (await readyz()) === 200, 20_000);
       } finally {
         await worker.drain();
+      }
+    });
+
+    it('runs a model agent through an endpoint only the worker knows: the job names it, the URL and the key never reach Redis', async () => {
+      const control = JSON.parse(
+        fs.readFileSync(path.join(EXAMPLES, 'quarterly-revenue', 'control.json'), 'utf8'),
+      ) as {
+        tool_calls?: { function: { arguments: string } }[];
+      }[];
+      const replies = control.flatMap((m) =>
+        (m.tool_calls ?? []).map((c) => toolCallReply('bash', c.function.arguments)),
+      );
+      const server = await createScriptedModelServer({ replies: [...replies, textReply('Done.')] });
+      const key = 'sk-karotte-dispatch-test-never-in-redis';
+      process.env['KAROTTE_DISPATCH_TEST_KEY'] = key;
+      const target = parseRedisUrl(`redis://127.0.0.1:${port}`);
+      const worker = createWorker({
+        redis: target,
+        queue: 'model',
+        tasksDir: path.join(dir, 'tasks'),
+        artifactsDir: path.join(dir, 'artifacts'),
+        startupCheck: false,
+        endpoints: { scripted: { baseURL: server.url, apiKeyEnv: 'KAROTTE_DISPATCH_TEST_KEY' } },
+      });
+      const client = createDispatchClient({ redis: target, queue: 'model' });
+      try {
+        await worker.start();
+        const [id] = await client.submit({
+          runId: 'model',
+          task: { id: 'quarterly-revenue' },
+          agent: { kind: 'openai', endpoint: 'scripted', model: 'scripted-model', policyVersion: 'v7' },
+        });
+        const [unknown] = await client.submit({
+          runId: 'model-elsewhere',
+          task: { id: 'quarterly-revenue' },
+          agent: { kind: 'openai', endpoint: 'nowhere', model: 'scripted-model' },
+        });
+        const [report] = await client.waitForResults('model', { pollMs: 200 });
+        expect(report?.result?.status).toBe('passed');
+        expect(report?.accepted?.policyVersion).toBe('v7');
+        expect(server.requests[0]?.headers['authorization']).toBe(`Bearer ${key}`);
+        const [refused] = await client.waitForResults('model-elsewhere', { pollMs: 200 });
+        expect((refused?.result?.['error'] as { code: string }).code).toBe('ENDPOINT_UNKNOWN');
+        for (const jobId of [id!, unknown!]) {
+          const job = await client.queue.getJob(jobId);
+          const stored = JSON.stringify([job!.data, job!.returnvalue, job!.failedReason]);
+          expect(stored).not.toContain(key);
+          expect(stored).not.toContain(server.url);
+        }
+      } finally {
+        await worker.drain();
+        await client.close();
+        await server.close();
+        Reflect.deleteProperty(process.env, 'KAROTTE_DISPATCH_TEST_KEY');
       }
     });
 

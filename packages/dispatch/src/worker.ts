@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import process from 'node:process';
+import { createOpenAIAgent } from '@karotte/agents';
 import { parseOptions } from '@karotte/base';
 import {
   checkHost,
@@ -11,6 +12,7 @@ import {
   createSandboxWorld,
   recoverLeftovers,
   runEpisode,
+  type Agent,
   type EpisodeResult,
   type WorldFactory,
 } from '@karotte/core';
@@ -22,6 +24,7 @@ import { redisTargetSchema, workerConnection } from './redis.js';
 import {
   MAX_RESULT_BYTES,
   PAYLOAD_SCHEMA_VERSION,
+  endpointNameSchema,
   parsePayload,
   type JobPayload,
   type JobResult,
@@ -57,6 +60,30 @@ export const queueNameSchema = z
 
 /** The key prefix of every BullMQ key; braces make one Redis Cluster hash slot. */
 export const prefixSchema = z.string().regex(/^[A-Za-z0-9{}_-]{1,64}$/, 'a prefix is letters, digits, {}_-');
+
+/**
+ * A model endpoint a worker knows by name: where it is and where its API key is (an environment
+ * variable or a file of the worker's), so a job names the endpoint and never carries either.
+ */
+export const endpointSchema = z
+  .object({
+    /** The API's base URL, up to `/v1`. */
+    baseURL: z.url({ protocol: /^https?$/ }).max(4096),
+    /** The environment variable holding the key. */
+    apiKeyEnv: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+      .max(256)
+      .optional(),
+    /** A file holding the key, private to the worker's user. */
+    apiKeyFile: z.string().min(1).max(4096).optional(),
+  })
+  .strict()
+  .refine((e) => e.apiKeyEnv === undefined || e.apiKeyFile === undefined, {
+    error: 'give apiKeyEnv or apiKeyFile, not both',
+  });
+
+export type Endpoint = z.output<typeof endpointSchema>;
 
 /** Options of {@link createWorker}: strict, so a misspelled key fails instead of vanishing. */
 export const workerOptionsSchema = z
@@ -100,6 +127,8 @@ export const workerOptionsSchema = z
     metricsPort: z.number().int().min(0).max(65_535).optional(),
     /** @default '127.0.0.1' */
     metricsHost: z.string().min(1).default('127.0.0.1'),
+    /** The model endpoints jobs may name (`agent.kind: 'openai'`), by name. @default {} */
+    endpoints: z.record(endpointNameSchema, endpointSchema).default({}),
     /** The world each episode runs in. @default createSandboxWorld */
     createWorld: z.custom<WorldFactory>((v) => typeof v === 'function').optional(),
     /**
@@ -396,6 +425,43 @@ export function createWorker(options: WorkerOptions): DispatchWorker {
         `task ${payload.task.id} here is ${stored.digest}, the job asks for ${payload.task.digest}`,
       );
 
+    let agent: Agent;
+    let maxTurns: number | undefined = payload.maxTurns;
+    if (payload.agent.kind === 'replay') {
+      agent = createReplayAgent(payload.agent.messages);
+      // The replay ends the episode (contract section 5), not a turn limit below its length.
+      maxTurns ??= Math.max(payload.agent.messages.length, 1);
+    } else {
+      const endpoint = o.endpoints[payload.agent.endpoint];
+      if (endpoint === undefined) {
+        return refuse(
+          job,
+          attemptToken,
+          'ENDPOINT_UNKNOWN',
+          `this worker has no endpoint ${payload.agent.endpoint}`,
+        );
+      }
+      try {
+        agent = await createOpenAIAgent({
+          model: payload.agent.model,
+          baseURL: endpoint.baseURL,
+          ...(endpoint.apiKeyFile === undefined
+            ? endpoint.apiKeyEnv === undefined
+              ? {}
+              : { apiKeyEnv: endpoint.apiKeyEnv }
+            : { apiKeyFile: endpoint.apiKeyFile }),
+          ...(payload.agent.sampling === undefined ? {} : { sampling: payload.agent.sampling }),
+        });
+      } catch (error) {
+        // This worker cannot make the agent (its key is missing): a fault of this host, so
+        // another worker may take the job.
+        throw new DispatchError(
+          'HOST_FAULT',
+          `HOST_FAULT: AGENT_UNAVAILABLE: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
+        );
+      }
+    }
     const lease: Lease = {
       jobId: job.id ?? '',
       token: attemptToken,
@@ -415,15 +481,13 @@ export function createWorker(options: WorkerOptions): DispatchWorker {
       payload.episodeId,
       attemptDirName(attemptToken, job.attemptsStarted),
     );
-    const messages = payload.agent.messages;
-    const agent = createReplayAgent(messages);
     let result: EpisodeResult;
     try {
       result = await runEpisode(stored.task, agent, {
         outDir,
         createWorld,
         abortSignal: lease.controller.signal,
-        maxTurns: payload.maxTurns ?? Math.max(messages.length, 1),
+        ...(maxTurns === undefined ? {} : { maxTurns }),
       });
     } finally {
       signal?.removeEventListener('abort', onCancel);
@@ -480,6 +544,9 @@ export function createWorker(options: WorkerOptions): DispatchWorker {
       worker: name,
       attemptsStarted: job.attemptsStarted,
       outDir,
+      ...(payload.agent.kind === 'openai' && payload.agent.policyVersion !== undefined
+        ? { policyVersion: payload.agent.policyVersion }
+        : {}),
       transcript: await fileDigest(path.join(outDir, 'transcript.jsonl')),
       result: fitResult(result),
     };

@@ -39,6 +39,7 @@ export const submitCommand: Command = {
   help: [
     'Usage: karotte submit --redis <url> --run <run-id> --task <task-id|task-dir> --agent replay',
     '                      --replay <file> [--n <k>] [--first <i>] [--tasks <dir>] [--max-turns <n>]',
+    '       karotte submit ... --agent openai --endpoint <name> --model <name> [--policy-version <v>]',
     '                      [--attempts <n>] [--retry-delay-ms <n>] [--redis-password-file <file>]',
     '                      [--queue <name>] [--prefix <prefix>] [--json]',
     '',
@@ -48,7 +49,8 @@ export const submitCommand: Command = {
     'digest when this host has the task (--task <dir>, or --tasks <dir> holding it; the worker',
     "refuses a different copy) and the replay; never the task's files. A payload past 16 KiB is",
     'refused. A host fault is retried --attempts times (default 3), after --retry-delay-ms',
-    '(default 10000, doubling); a verdict never is.',
+    '(default 10000, doubling); a verdict never is. --agent openai names a model and an endpoint',
+    "the workers know (their --endpoints): the endpoint's URL and key never pass through Redis.",
     ...REDIS_HELP,
     'Exit 0 when enqueued, 1 when Redis cannot be reached, 2 on invalid arguments.',
   ].join('\n'),
@@ -62,6 +64,9 @@ export const submitCommand: Command = {
         tasks: { type: 'string' },
         agent: { type: 'string' },
         replay: { type: 'string' },
+        endpoint: { type: 'string' },
+        model: { type: 'string' },
+        'policy-version': { type: 'string' },
         n: { type: 'string' },
         first: { type: 'string' },
         'max-turns': { type: 'string' },
@@ -69,12 +74,22 @@ export const submitCommand: Command = {
         'retry-delay-ms': { type: 'string' },
         json: { type: 'boolean' },
       },
-      ['run', 'task', 'agent', 'replay'],
+      ['run', 'task', 'agent'],
     );
-    if (flags.agent !== 'replay')
+    if (flags.agent !== 'replay' && flags.agent !== 'openai')
+      throw new UsageError(`--agent takes replay or openai, not ${JSON.stringify(flags.agent)}`);
+    const replayAgent = flags.agent === 'replay';
+    if (replayAgent && flags.replay === undefined)
+      throw new UsageError('--agent replay needs --replay <file>');
+    if (!replayAgent && (flags.endpoint === undefined || flags.model === undefined))
       throw new UsageError(
-        `--agent takes replay (a model agent's endpoint is configured on the workers), not ${JSON.stringify(flags.agent)}`,
+        "--agent openai needs --endpoint <name> (one of the workers' --endpoints) and --model <name>",
       );
+    for (const flag of replayAgent
+      ? (['endpoint', 'model', 'policy-version'] as const)
+      : (['replay'] as const))
+      if (flags[flag] !== undefined)
+        throw new UsageError(`--${flag} does not go with --agent ${flags.agent}`);
     if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(flags.run!))
       throw new UsageError(
         `--run takes [a-z0-9][a-z0-9-]*, at most 64 characters, not ${JSON.stringify(flags.run)}`,
@@ -88,7 +103,7 @@ export const submitCommand: Command = {
     const task = await resolveTask(flags.task!, flags.tasks);
     let messages;
     try {
-      messages = await loadReplay(flags.replay!);
+      if (replayAgent) messages = await loadReplay(flags.replay!);
     } catch (error) {
       if (CoreError.isInstance(error)) {
         io.stderr.write(
@@ -103,7 +118,14 @@ export const submitCommand: Command = {
       const ids = await client.submit({
         runId: flags.run!,
         task,
-        agent: { kind: 'replay', messages },
+        agent: replayAgent
+          ? { kind: 'replay', messages: messages ?? [] }
+          : {
+              kind: 'openai',
+              endpoint: flags.endpoint!,
+              model: flags.model!,
+              ...(flags['policy-version'] === undefined ? {} : { policyVersion: flags['policy-version'] }),
+            },
         n,
         first,
         ...(maxTurns === undefined ? {} : { maxTurns }),

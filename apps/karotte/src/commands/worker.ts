@@ -1,14 +1,19 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import process from 'node:process';
+import { readJsonFile } from '@karotte/base';
 import {
   autoConcurrency,
   createWorker,
   DispatchError,
+  endpointNameSchema,
+  endpointSchema,
+  type Endpoint,
   parseRedisUrl,
   type RedisTarget,
   type WorkerEvent,
 } from '@karotte/dispatch';
+import { z } from 'zod';
 import type { Command } from './command.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';
@@ -109,6 +114,46 @@ export function queueFlags(flags: { queue?: string | undefined; prefix?: string 
   };
 }
 
+/** The largest --endpoints file read, in bytes. */
+const MAX_ENDPOINTS_FILE_BYTES = 64 * 1024;
+
+const endpointsFileSchema = z.record(
+  z.string(),
+  z
+    .object({
+      baseUrl: z.string(),
+      apiKeyEnv: z.string().optional(),
+      apiKeyFile: z.string().optional(),
+    })
+    .strict(),
+);
+
+/** `--endpoints <file.json>`: `{"<name>": {"baseUrl", "apiKeyEnv" | "apiKeyFile"}}`, checked. */
+async function readEndpoints(file: string): Promise<Record<string, Endpoint>> {
+  const read = await readJsonFile(file, {
+    maxBytes: MAX_ENDPOINTS_FILE_BYTES,
+    schema: endpointsFileSchema,
+    what: '--endpoints',
+  });
+  if (!read.ok) throw new UsageError(`--endpoints ${file}: ${read.message}`);
+  const out: Record<string, Endpoint> = {};
+  for (const [name, e] of Object.entries(read.value)) {
+    if (!endpointNameSchema.safeParse(name).success)
+      throw new UsageError(
+        `--endpoints ${file}: ${JSON.stringify(name)} is no endpoint name ([a-z0-9][a-z0-9-]*)`,
+      );
+    const parsed = endpointSchema.safeParse({
+      baseURL: e.baseUrl,
+      ...(e.apiKeyEnv === undefined ? {} : { apiKeyEnv: e.apiKeyEnv }),
+      ...(e.apiKeyFile === undefined ? {} : { apiKeyFile: path.resolve(path.dirname(file), e.apiKeyFile) }),
+    });
+    if (!parsed.success)
+      throw new UsageError(`--endpoints ${file}: ${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    out[name] = parsed.data;
+  }
+  return out;
+}
+
 function describe(event: WorkerEvent): string {
   const { event: name, ...rest } = event;
   const fields = Object.entries(rest)
@@ -134,6 +179,7 @@ export const WORKER_FLAGS = {
   'metrics-port': { type: 'string' },
   'metrics-host': { type: 'string' },
   'no-startup-check': { type: 'boolean' },
+  endpoints: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
 
@@ -145,14 +191,17 @@ export const workerCommand: Command = {
     '                      [--name <id>] [--artifacts <dir>] [--lock-ms <n>] [--stalled-ms <n>]',
     '                      [--max-stalled <n>] [--drain-timeout-ms <n>] [--max-episodes <n>]',
     '                      [--exit-when-drained [--idle-ms <n>]] [--metrics-port <port>]',
-    '                      [--metrics-host <addr>] [--no-startup-check] [--json]',
+    '                      [--metrics-host <addr>] [--endpoints <file.json>] [--no-startup-check] [--json]',
     '',
     'Runs episodes that karotte submit put on the queue, each in a fresh sandbox, with the tasks',
     "of its own <dir> (found by id; a job's task digest, when given, must match). No answer key,",
     "grader or hidden file passes through Redis. Results go back as the job's return value, which",
     "Redis stores only for the attempt that still holds the job's lock; result.json and",
     'transcript.jsonl of each attempt are under --artifacts (default /var/lib/karotte/dispatch)',
-    '<episode>/<attempt>/. A verdict (passed, failed) is never retried; a host fault (error) is,',
+    '<episode>/<attempt>/. Jobs of a model agent name an endpoint of --endpoints, a JSON object',
+    '{"<name>": {"baseUrl": "http://.../v1", "apiKeyEnv": "<VAR>" | "apiKeyFile": "<file>"}}: the',
+    "URL and key are the worker's, never in Redis. A verdict (passed, failed) is never",
+    'retried; a host fault (error) is,',
     "up to the job's attempts. An episode whose lock this worker cannot renew for 0.7 x --lock-ms",
     '(default 30000) is aborted and torn down: another worker runs it again.',
     ...REDIS_HELP,
@@ -197,6 +246,8 @@ export const workerCommand: Command = {
       if (error instanceof UsageError) throw error;
       throw new UsageError(`--tasks ${tasksDir} does not exist`);
     }
+    const endpoints =
+      flags.endpoints === undefined ? undefined : await readEndpoints(path.resolve(flags.endpoints));
     const artifactsDir = await prepareOutDir('artifacts', flags.artifacts ?? '/var/lib/karotte/dispatch');
     const log = (event: WorkerEvent): void => {
       if (flags.json === true) io.stdout.write(`${JSON.stringify(event)}\n`);
@@ -219,6 +270,7 @@ export const workerCommand: Command = {
       // The tasks' directory and every attempt's output are hidden from the student, with the app's own.
       createWorld: appWorld([tasksDir, artifactsDir]),
       startupCheck: flags['no-startup-check'] !== true,
+      ...(endpoints === undefined ? {} : { endpoints }),
       onEvent: log,
     });
     let signals = 0;

@@ -243,6 +243,15 @@ describe.skipIf(!isRoot && !inCI)('the MCP endpoint of an episode', () => {
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
       });
       expect(res.status).toBe(404);
+      const huge = await fetch(`http://${t.address}/v1/episodes/${other.episodeId}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' },
+        body: `{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "pad": "${'x'.repeat(5 * 1024 * 1024)}"}`,
+      });
+      expect([huge.status, ((await huge.json()) as { error: { code: string } }).error.code]).toEqual([
+        413,
+        'BODY_TOO_LARGE',
+      ]);
       const malformed = await fetch(`http://${t.address}/v1/episodes/${other.episodeId}/mcp`, {
         method: 'POST',
         headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' },

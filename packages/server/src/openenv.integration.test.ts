@@ -359,11 +359,17 @@ describe.skipIf(!isRoot && !inCI)('the OpenEnv endpoint of karotte serve', () =>
   });
 
   it('at capacity a reset is CAPACITY_REACHED, and a student cannot reach the endpoint from its sandbox', async () => {
-    const small = await startTestServer({ maxEpisodes: 1, taskIds: ['quarterly-revenue'] });
+    const small = await startTestServer({
+      maxEpisodes: 1,
+      maxConnections: 2,
+      taskIds: ['quarterly-revenue'],
+    });
     try {
       const smallBase = `http://${small.address}/openenv/${small.token}`;
       const a = await OpenEnvTestClient.connect(smallBase);
       const b = await OpenEnvTestClient.connect(smallBase);
+      // Past maxConnections the upgrade itself is refused.
+      await expect(OpenEnvTestClient.connect(smallBase)).rejects.toMatchObject({ status: 503 });
       try {
         // taskId left out: the server has one task.
         observation(await a.reset());

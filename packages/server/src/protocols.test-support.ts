@@ -42,6 +42,7 @@ export async function startTestServer(
     idleTimeoutMs?: number;
     reconnectGraceMs?: number;
     maxBodyBytes?: number;
+    maxConnections?: number;
     taskIds?: readonly string[];
     /** Listen on a unix socket (made in the test's directory) instead of loopback TCP. */
     socket?: boolean;
@@ -60,6 +61,7 @@ export async function startTestServer(
       ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
       ...(options.reconnectGraceMs === undefined ? {} : { reconnectGraceMs: options.reconnectGraceMs }),
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }),
       // The examples' answer keys, where the app keeps them, stay out of every student's reach.
       hiddenPaths: [examples, dir],
     });

@@ -9,10 +9,10 @@ import path from 'node:path';
 import { writeOciLayout } from '../../packages/sandbox/src/image/layout-writer.js';
 
 /** Where built test images are kept. */
-export const TEST_IMAGE_DIR = '/var/cache/karotte/test-images';
+const TEST_IMAGE_DIR = '/var/cache/karotte/test-images';
 
 /** The test images, by name: the Debian packages each holds (beyond the essential ones). */
-export const TEST_IMAGES = {
+const TEST_IMAGES = {
   /** bash, coreutils, python3. */
   python: ['python3'],
   /** python3 and numpy (the ML-flavoured example). */

@@ -102,7 +102,7 @@ const recordSchema = z.strictObject({
 const hexOf = (digest: string): string => digest.slice('sha256:'.length);
 
 /** The cache directory, made root-only if missing; refused unless it is root's and closed to others. */
-export function openCacheDir(cacheDir: string, create: boolean): string {
+function openCacheDir(cacheDir: string, create: boolean): string {
   if (process.getuid?.() !== 0) throw new ImageError('IMAGE_CACHE_FAILED', 'the image cache needs root');
   const dir = path.resolve(cacheDir);
   if (create) {

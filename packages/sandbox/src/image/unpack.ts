@@ -70,7 +70,7 @@ const OPAQUE = '.wh..wh..opq';
 const ZERO = Buffer.alloc(64 * 1024);
 
 /** The parts of an entry's path inside the tree; refuses `..`. */
-export function entryParts(name: string, what = 'path'): string[] {
+function entryParts(name: string, what = 'path'): string[] {
   if (Buffer.byteLength(name) > MAX_PATH_BYTES) {
     throw new ImageError('LAYER_UNSAFE', `a layer entry's ${what} is longer than ${MAX_PATH_BYTES} bytes`);
   }
@@ -99,7 +99,7 @@ function lstatOrUndefined(p: string): Stats | undefined {
  * the tree: symlinks on the way resolved as if `root` were `/`; missing directories created
  * (0755) when `create`. Returns undefined when a component is missing and `create` is false.
  */
-export function resolveDirInRoot(
+function resolveDirInRoot(
   root: string,
   parts: readonly string[],
   create: boolean,
@@ -327,7 +327,7 @@ export class LayerUnpacker implements TarSink {
  * The host path of `target` (absolute, as a process chrooted into `root` names it), every
  * symlink on the way and at its end resolved inside `root`; undefined when it does not exist.
  */
-export function resolveInRoot(root: string, target: string): string | undefined {
+function resolveInRoot(root: string, target: string): string | undefined {
   let parts = target.split('/').filter((part) => part !== '' && part !== '.');
   for (let links = 0; links <= MAX_LINKS; links += 1) {
     if (parts.length === 0) return root;

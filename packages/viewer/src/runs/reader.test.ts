@@ -93,6 +93,14 @@ describe('createRunCatalog', () => {
     });
   });
 
+  it('lists a run once when its directory is given inside another given one', async () => {
+    await writeRun(path.join(root, 'sub', 'a'));
+    const list = await (await createRunCatalog({ dirs: [root, path.join(root, 'sub'), root] })).list();
+    expect(list.runs.map((r) => [r.root, r.name])).toEqual([
+      [await fs.realpath(root), path.join('sub', 'a')],
+    ]);
+  });
+
   it('shows a run directory given itself as "."', async () => {
     await writeRun(root);
     const list = await (await createRunCatalog({ dirs: [root] })).list();

@@ -289,7 +289,11 @@ async function locateRuns(
       level = next.sort();
     }
   }
-  return found.sort((a, b) => (a.dir < b.dir ? -1 : a.dir > b.dir ? 1 : 0));
+  // A directory given inside another given one: each run once, under the first root that holds it.
+  const seen = new Set<string>();
+  return found
+    .filter((run) => !seen.has(run.id) && seen.add(run.id))
+    .sort((a, b) => (a.dir < b.dir ? -1 : a.dir > b.dir ? 1 : 0));
 }
 
 function decodeText(bytes: Buffer, what: string, problems: string[]): string {

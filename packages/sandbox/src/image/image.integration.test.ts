@@ -376,6 +376,32 @@ describe.skipIf(!isRoot)('image import', () => {
     expect(readFileSync(path.join(oci.rootfs, 'etc/hello'), 'utf8')).toBe('from a docker archive\n');
   });
 
+  it.skipIf(!existsSync('/usr/bin/skopeo') && process.env['CI'] === undefined)(
+    'reads what skopeo writes: a docker archive and an OCI archive of the same image',
+    async () => {
+      const layout = fresh('skopeo-src');
+      const digest = await layoutOf(layout, [
+        tarOf([{ path: 'etc/' }, { path: 'etc/from-skopeo', content: 'yes\n' }]),
+      ]);
+      for (const transport of ['docker-archive', 'oci-archive'] as const) {
+        const archive = `${fresh(`skopeo-${transport}`)}.tar`;
+        const copied = spawnSync(
+          '/usr/bin/skopeo',
+          ['copy', '--quiet', `oci:${layout}:latest`, `${transport}:${archive}`],
+          {
+            encoding: 'utf8',
+          },
+        );
+        expect(copied.status, copied.stderr).toBe(0);
+        const result = await importImage(archive, { cacheDir });
+        expect(result.format).toBe(transport);
+        expect(readFileSync(path.join(result.rootfs, 'etc/from-skopeo'), 'utf8')).toBe('yes\n');
+        if (transport === 'oci-archive') expect(result.digest).toBe(digest);
+        pruneImages(cacheDir, [result.digest]);
+      }
+    },
+  );
+
   it('what is not an image is refused by name', async () => {
     await refused(
       importImage(path.join(base, 'karotte-missing'), { cacheDir }),

@@ -393,6 +393,20 @@ describe.skipIf(!isRoot && !inCI)('the OpenEnv endpoint of karotte serve', () =>
     }
   });
 
+  it('a connection that sends nothing for the idle timeout is closed and its episode torn down', async () => {
+    const idle = await startTestServer({ idleTimeoutMs: 1_500, taskIds: ['quarterly-revenue'] });
+    try {
+      const env = await OpenEnvTestClient.connect(`http://${idle.address}/openenv/${idle.token}`);
+      const about = metadata(await env.reset());
+      const uid = await uidOf(idle, about['episodeId'] as string);
+      const sandboxId = sandboxIdOfUid(uid);
+      expect(await env.closed).toBe(1000);
+      expect(await eventually(() => leftovers(uid, sandboxId).length === 0, 20_000)).toBe(true);
+    } finally {
+      await idle.stop();
+    }
+  });
+
   it('closing the server with a live connection tears its episode down and closes the socket (1001)', async () => {
     const own = await startTestServer({ taskIds: ['quarterly-revenue'] });
     const env = await OpenEnvTestClient.connect(`http://${own.address}/openenv/${own.token}`);

@@ -88,6 +88,16 @@ describe('createViewerServer', () => {
     );
     expect(page.headers['x-content-type-options']).toBe('nosniff');
     expect(page.headers['referrer-policy']).toBe('no-referrer');
+    // The same headers on every answer: JSON, a 404, a refusal.
+    for (const reply of [
+      await request(base, '/api/runs'),
+      await request(base, '/nothing'),
+      await request(base, '/api/runs', { host: 'evil.example' }),
+    ]) {
+      expect(reply.headers['content-security-policy']).toBe(page.headers['content-security-policy']);
+      expect(reply.headers['x-content-type-options']).toBe('nosniff');
+      expect(reply.headers['cache-control']).toBe('no-store');
+    }
     const css = await request(base, '/app.css');
     expect(css.status).toBe(200);
     expect(css.headers['content-type']).toBe('text/css; charset=utf-8');

@@ -62,14 +62,16 @@ const NEVER_PASSED = new Set([
  * True when `entry` is an absolute path and every directory met while resolving it
  * (component by component, following links, at most 40) is owned by root and writable by
  * no one else (group write is allowed only for gid 0). An empty, relative or missing entry is
- * unsafe: an empty PATH component means the current directory.
+ * unsafe: an empty PATH component means the current directory. With `root` (the tree a
+ * student's root is, an image's), the entry is resolved as the student sees it: inside `root`,
+ * its links followed there.
  */
-export function isSafePathEntry(entry: string): boolean {
+export function isSafePathEntry(entry: string, root = '/'): boolean {
   if (!path.isAbsolute(entry) || entry.includes('\0')) return false;
   let pending = entry.split('/').filter(Boolean);
   let current = '/';
   let links = 0;
-  if (!isTrustedNode('/')) return false;
+  if (!isTrustedNode(root)) return false;
   while (pending.length > 0) {
     const part = pending.shift()!;
     if (part === '.') continue;
@@ -80,7 +82,7 @@ export function isSafePathEntry(entry: string): boolean {
     const next = path.join(current, part);
     let stats;
     try {
-      stats = lstatSync(next);
+      stats = lstatSync(path.join(root, next));
     } catch {
       return false;
     }
@@ -88,7 +90,7 @@ export function isSafePathEntry(entry: string): boolean {
       links += 1;
       if (links > 40) return false;
       // The link itself lives in `current`, which is trusted; splice its target in.
-      const target = readlinkSync(next);
+      const target = readlinkSync(path.join(root, next));
       pending = [...target.split('/').filter(Boolean), ...pending];
       if (path.isAbsolute(target)) current = '/';
       continue;
@@ -118,11 +120,12 @@ function isTrustedStats(stats: { uid: number; gid: number; mode: number }): bool
 export function sanitizePathList(
   value: string,
   separators: RegExp = /:/,
+  root = '/',
 ): { kept: string; dropped: string[] } {
   const kept: string[] = [];
   const dropped: string[] = [];
   for (const entry of value.split(separators)) {
-    if (isSafePathEntry(entry)) kept.push(entry);
+    if (isSafePathEntry(entry, root)) kept.push(entry);
     else dropped.push(entry);
   }
   return { kept: kept.join(':'), dropped };
@@ -133,7 +136,10 @@ export function sanitizePathList(
  * run code early are dropped, and path variables keep only root-owned entries not writable by
  * others. Returns the cleaned environment and what was removed, with reasons.
  */
-export function sanitizeEnvironment(env: Readonly<Record<string, string>>): {
+export function sanitizeEnvironment(
+  env: Readonly<Record<string, string>>,
+  root = '/',
+): {
   env: Record<string, string>;
   removed: EnvRemoval[];
 } {
@@ -153,7 +159,7 @@ export function sanitizeEnvironment(env: Readonly<Record<string, string>>): {
       continue;
     }
     if (PRELOAD_VARIABLES.has(name)) {
-      const { kept, dropped } = sanitizePathList(value, /[: ]/);
+      const { kept, dropped } = sanitizePathList(value, /[: ]/, root);
       if (dropped.length > 0)
         removed.push({ name, reason: `dropped unsafe entries ${JSON.stringify(dropped)}` });
       if (kept) out[name] = kept;
@@ -164,14 +170,14 @@ export function sanitizeEnvironment(env: Readonly<Record<string, string>>): {
       continue;
     }
     if (PATH_LIST_VARIABLES.has(name)) {
-      const { kept, dropped } = sanitizePathList(value);
+      const { kept, dropped } = sanitizePathList(value, /:/, root);
       if (dropped.length > 0)
         removed.push({ name, reason: `dropped unsafe entries ${JSON.stringify(dropped)}` });
       if (kept) out[name] = kept;
       continue;
     }
     if (PATH_VARIABLES.has(name)) {
-      if (isSafePathEntry(value)) out[name] = value;
+      if (isSafePathEntry(value, root)) out[name] = value;
       else removed.push({ name, reason: 'path is not root-owned or is writable by others' });
       continue;
     }
@@ -194,6 +200,8 @@ export interface StudentEnvOptions {
   readonly passEnv: readonly string[];
   readonly extra: Readonly<Record<string, string>>;
   readonly harnessEnv: Readonly<Record<string, string | undefined>>;
+  /** The tree the student's root is (an image's); path variables are checked there. @default '/' */
+  readonly root?: string | undefined;
 }
 
 /**
@@ -211,7 +219,7 @@ export function buildStudentEnv(options: StudentEnvOptions): {
     if (value !== undefined) raw[name] = value;
   }
   Object.assign(raw, options.extra);
-  const { env, removed } = sanitizeEnvironment(raw);
+  const { env, removed } = sanitizeEnvironment(raw, options.root ?? '/');
   if (env['PATH'] === undefined || env['PATH'] === '') env['PATH'] = DEFAULT_STUDENT_PATH;
   Object.assign(env, {
     HOME: options.home,

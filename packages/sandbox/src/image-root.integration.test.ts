@@ -6,6 +6,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testImage, testImageUnavailable } from '../../../test/support/images.js';
 import { importImage } from './image/cache.js';
+import { writeOciLayout } from './image/layout-writer.js';
+import { tarOf } from '../test/layers.js';
 import { createSandbox } from './sandbox.js';
 import type { Sandbox } from './types.js';
 
@@ -25,10 +27,35 @@ beforeAll(async () => {
   base = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-image-root-'));
   secretDir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-image-hidden-'));
   fs.writeFileSync(path.join(secretDir, 'key.txt'), `${secret}\n`, { mode: 0o600 });
-  const layout = await testImage('python');
+  // The Debian image with a layer of the test's own on top: a tool in a directory only the
+  // image has, named by the image's PATH.
+  const debian = await testImage('python');
+  const blobs = path.join(debian, 'blobs', 'sha256');
+  const debianLayer = fs
+    .readdirSync(blobs)
+    .map((hex) => path.join(blobs, hex))
+    .sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0]!;
+  const extra = path.join(base, 'extra.tar');
+  fs.writeFileSync(
+    extra,
+    tarOf([
+      { path: 'opt/karotte-tools/bin/' },
+      {
+        path: 'opt/karotte-tools/bin/karotte-hello',
+        content: '#!/bin/sh\necho hello from the image\n',
+        mode: 0o755,
+      },
+    ]),
+  );
+  const layout = path.join(base, 'layout');
+  await writeOciLayout({ dir: layout, layers: [debianLayer, extra] });
   const imported = await importImage(layout, { cacheDir: path.join(base, 'cache') });
   rootfs = imported.rootfs;
-  box = await createSandbox({ rootfs, hiddenPaths: [secretDir], env: { KAROTTE_FROM_TASK: '1' } });
+  box = await createSandbox({
+    rootfs,
+    hiddenPaths: [secretDir],
+    env: { KAROTTE_FROM_TASK: '1', PATH: '/opt/karotte-tools/bin:/usr/local/bin:/usr/bin:/bin' },
+  });
 }, 600_000);
 
 afterAll(async () => {
@@ -50,6 +77,11 @@ describe.skipIf(unavailable !== undefined && !inCI)('a student in an image', () 
     expect(view.stdout).toContain("ls: cannot access '/opt/karotte'");
     expect(view.stdout).toContain('(3, 11)');
     expect(view.stdout).toContain(`/home/student\n${sandbox.uid}\n1\n`);
+    // The image's own PATH entry is checked inside the image (the host has no such directory).
+    expect(fs.existsSync('/opt/karotte-tools')).toBe(false);
+    expect((await sandbox.exec('karotte-hello; echo $PATH')).stdout).toBe(
+      'hello from the image\n/opt/karotte-tools/bin:/usr/local/bin:/usr/bin:/bin\n',
+    );
     const files = await sandbox.exec(
       'echo 42 > answer.txt && cat answer.txt && echo t > /tmp/t && echo s > /dev/shm/s && cat /tmp/t /dev/shm/s',
     );

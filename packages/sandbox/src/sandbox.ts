@@ -325,6 +325,7 @@ class SandboxImpl implements Sandbox {
       passEnv: options.passEnv,
       extra: options.env,
       harnessEnv: process.env,
+      root: options.rootfs,
     });
     this.studentEnv = built.env;
     this.envRemovals = built.removed;

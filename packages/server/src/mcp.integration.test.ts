@@ -467,6 +467,20 @@ describe.skipIf(!isRoot && !inCI)('the MCP endpoint of an episode', () => {
     }
   });
 
+  it('an episode holds at most 8 MCP sessions: a ninth closes the oldest', async () => {
+    const episode = await http1.createEpisode({ taskId: 'quarterly-revenue' });
+    const clients: Client[] = [];
+    try {
+      for (let i = 0; i < 9; i++) clients.push((await connect(episode.episodeId)).mcp);
+      await expect(clients[0]!.listTools()).rejects.toThrow();
+      for (const c of clients.slice(1))
+        expect((await c.listTools()).tools.map((x) => x.name)).toContain('bash');
+    } finally {
+      for (const c of clients) await c.close().catch(() => undefined);
+      await http1.cancel(episode.episodeId);
+    }
+  });
+
   it('cancelling the episode closes its MCP sessions and leaves nothing of its sandbox', async () => {
     const episode = await http1.createEpisode({ taskId: 'quarterly-revenue' });
     const uid = await uidOf(episode.episodeId);

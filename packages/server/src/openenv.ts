@@ -259,10 +259,16 @@ class OpenEnvConnection {
       });
   }
 
+  /** True while the socket is open: a reset elsewhere with its episode's id is refused. */
+  get open(): boolean {
+    return !this.gone && this.ws.readyState === this.ws.OPEN;
+  }
+
   private async endEpisode(): Promise<void> {
     const session = this.session;
     this.session = undefined;
-    if (session === undefined) return;
+    // Another connection took the episode over (this one's socket had broken): it is not ours to end.
+    if (session?.driver !== this) return;
     session.driver = undefined;
     if (!session.finished) await this.host.cancel(session).catch(() => undefined);
   }
@@ -271,7 +277,7 @@ class OpenEnvConnection {
     this.gone = true;
     clearTimeout(this.idleTimer);
     const session = this.session;
-    if (session === undefined || session.finished) return;
+    if (session === undefined || session.finished || session.driver !== this) return;
     if (this.closeRequested || code === 1000) {
       // A clean close ends the episode with the connection.
       void this.endEpisode();
@@ -325,7 +331,9 @@ class OpenEnvConnection {
       const live = this.host.live(data.episodeId);
       if (live === undefined || live.episode === undefined)
         throw new HttpProblem(404, 'EPISODE_NOT_FOUND', `no live episode ${data.episodeId}`, 'episodeId');
-      if (live.driver !== undefined)
+      // A driver whose socket is no longer open (its close not yet seen) is taken over.
+      const driver = live.driver as OpenEnvConnection | undefined;
+      if (driver !== undefined && driver !== this && driver.open)
         throw new HttpProblem(
           409,
           'EPISODE_DRIVEN',

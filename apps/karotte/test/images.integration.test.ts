@@ -122,6 +122,43 @@ describe.skipIf(unavailable !== undefined && !inCI)('tasks in their own image', 
     );
   });
 
+  it('grader.environment: a student on the host view, its Python grader in an image of its own', () => {
+    const dir = initTask('grader-image', 'python', (task) => {
+      (task['grader'] as Record<string, unknown>)['environment'] = { image: pythonImage };
+    });
+    // The grader scores 1 only where it runs in the image: no host /work, its cwd /karotte/task.
+    const grade = path.join(dir, 'grade.py');
+    fs.writeFileSync(
+      grade,
+      fs
+        .readFileSync(grade, 'utf8')
+        .replace(
+          'score = 1 if answer is not None and answer == expected else 0',
+          'score = 1 if answer == expected and not os.path.exists("/work") and os.getcwd() == "/karotte/task" else 0',
+        ),
+    );
+    const out = path.join(base, 'out-grader-image');
+    const run = karotte([
+      'run',
+      '--task',
+      dir,
+      '--agent',
+      'replay',
+      '--replay',
+      path.join(dir, 'control.json'),
+      '--out',
+      out,
+    ]);
+    expect(run.status, run.stderr).toBe(0);
+    expect(resultOf(out)).toMatchObject({ status: 'passed', score: 1 });
+    const misplaced = initTask('grader-image-on-script', 'js', (task) => {
+      (task['grader'] as Record<string, unknown>)['environment'] = { image: pythonImage };
+    });
+    const refused = karotte(['validate', '--task', misplaced]);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('(field grader.environment)');
+  });
+
   it('the fast-correlation example: its control passes in its numpy image, its attacks score 0', () => {
     const out = path.join(base, 'out-example');
     const run = karotte([

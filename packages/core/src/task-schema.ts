@@ -70,6 +70,11 @@ export const graderSpecSchema = z
       .min(1, 'must name a program')
       .max(256)
       .optional(),
+    /**
+     * Karotte's extension: the image a `grader.command` runs in, when it is not the task's
+     * own (`environment`); the same fields.
+     */
+    environment: z.lazy(() => environmentSchema).optional(),
     /** Grader wall-clock limit in milliseconds. */
     timeoutMs: z
       .number()
@@ -92,6 +97,9 @@ export const graderSpecSchema = z
         path: ['command'],
         message: 'give grader.script or grader.command, not both',
       });
+    }
+    if (grader.environment !== undefined && grader.command === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['environment'], message: 'is for a grader.command only' });
     }
   });
 

@@ -101,6 +101,11 @@ export async function loadTask(taskDir: string, options: LoadTaskOptions = {}): 
     const graderScript =
       step.grader.script === undefined ? undefined : await regularFileInside(dir, step.grader.script, field);
     const timeout = step.grader.timeoutMs === undefined ? {} : { timeoutMs: step.grader.timeoutMs };
+    // A grader image of its own (Karotte's extension), else the task's.
+    const graderEnvironment =
+      step.grader.environment === undefined
+        ? environment
+        : await loadEnvironment(dir, step.grader.environment, options, `${prefix}.environment`);
     let judge: Judge;
     try {
       judge =
@@ -109,8 +114,8 @@ export async function loadTask(taskDir: string, options: LoadTaskOptions = {}): 
           : createExecutableJudge({
               command: [...step.grader.command!],
               taskDir: dir,
-              ...(environment?.rootfs === undefined ? {} : { rootfs: environment.rootfs }),
-              ...(environment?.path === undefined ? {} : { searchPath: environment.path }),
+              ...(graderEnvironment?.rootfs === undefined ? {} : { rootfs: graderEnvironment.rootfs }),
+              ...(graderEnvironment?.path === undefined ? {} : { searchPath: graderEnvironment.path }),
               ...timeout,
             });
     } catch (error) {
@@ -155,12 +160,13 @@ async function loadEnvironment(
   dir: string,
   spec: TaskEnvironment,
   options: LoadTaskOptions,
+  field = 'environment',
 ): Promise<LoadedEnvironment> {
   const image = path.resolve(dir, spec.image);
   const fieldOf = (error: unknown): string =>
     ImageError.isInstance(error) && error.code === 'IMAGE_DIGEST_MISMATCH' && spec.digest !== undefined
-      ? 'environment.digest'
-      : 'environment.image';
+      ? `${field}.digest`
+      : `${field}.image`;
   const invalid = (error: unknown): CoreError =>
     new CoreError(
       'INVALID_TASK',

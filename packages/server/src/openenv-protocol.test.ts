@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { errorFrame, openEnvCodeOf, parseOpenEnvFrame, type ParsedFrame } from './openenv-protocol.js';
+import { ownOrigin } from './openenv.js';
 
 function refusal(frame: ParsedFrame): { code: string; message: string; field?: string } {
   if (frame.ok) throw new Error(`expected a refusal, got ${JSON.stringify(frame.request)}`);
@@ -171,5 +172,19 @@ describe('openEnvCodeOf and errorFrame', () => {
       type: 'error',
       data: { code: 'INVALID_JSON', message: 'Invalid JSON: x' },
     });
+  });
+});
+
+describe('ownOrigin', () => {
+  it('allows no Origin and the server’s own loopback address; refuses every other origin', () => {
+    expect(ownOrigin(undefined, '127.0.0.1:8765')).toBe(true);
+    expect(ownOrigin('http://127.0.0.1:8765', '127.0.0.1:8765')).toBe(true);
+    expect(ownOrigin('http://localhost:8765', 'localhost:8765')).toBe(true);
+    expect(ownOrigin('http://[::1]:8765', '[::1]:8765')).toBe(true);
+    expect(ownOrigin('http://127.0.0.1:9999', '127.0.0.1:8765')).toBe(false);
+    expect(ownOrigin('http://evil.example:8765', 'evil.example:8765')).toBe(false);
+    expect(ownOrigin('https://127.0.0.1:8765', '127.0.0.1:8765')).toBe(false);
+    expect(ownOrigin('null', '127.0.0.1:8765')).toBe(false);
+    expect(ownOrigin('http://127.0.0.1:8765', undefined)).toBe(false);
   });
 });

@@ -211,6 +211,14 @@ describe.skipIf(!isRoot && !inCI)('the OpenEnv endpoint of karotte serve', () =>
     await expect(OpenEnvTestClient.connect(base, { origin: 'http://evil.example' })).rejects.toMatchObject({
       status: 403,
     });
+    const [, port] = t.address.split(':');
+    await expect(
+      OpenEnvTestClient.connect(base, { origin: `http://127.0.0.1:${Number(port) === 1 ? 2 : 1}` }),
+    ).rejects.toMatchObject({ status: 403 });
+    // The server's own address as Origin (what Python's websocket-client sends) is allowed.
+    const own = await OpenEnvTestClient.connect(base, { origin: `http://${t.address}` });
+    expect((await own.state()).type).toBe('state');
+    await own.disconnect();
     await expect(OpenEnvTestClient.connect(`http://${t.address}/v1`)).rejects.toMatchObject({ status: 404 });
     const get = (p: string) =>
       new Promise<number>((resolve, reject) => {

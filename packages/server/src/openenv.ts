@@ -63,6 +63,26 @@ function refuseUpgrade(socket: Duplex, status: number, reason: string, code: str
   setTimeout(() => socket.destroy(), 1_000).unref();
 }
 
+/**
+ * True when an upgrade's Origin is absent, or is the server's own loopback address exactly as
+ * the request's Host names it (`http://127.0.0.1:8765` for Host `127.0.0.1:8765`). A page of
+ * another site, another port or a rebound name has another origin.
+ */
+export function ownOrigin(origin: string | undefined, host: string | undefined): boolean {
+  if (origin === undefined) return true;
+  if (host === undefined) return false;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'ws:') return false;
+  if (url.host !== host.toLowerCase()) return false;
+  const name = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  return name === 'localhost' || name === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+}
+
 /** Create the endpoint; give its `handleUpgrade` to the HTTP server's `upgrade` event. */
 export function createOpenEnvEndpoint(options: OpenEnvEndpointOptions, host: OpenEnvHost): OpenEnvEndpoint {
   const tokenDigest = digestToken(options.token);
@@ -111,14 +131,15 @@ export function createOpenEnvEndpoint(options: OpenEnvEndpointOptions, host: Ope
         return true;
       }
       // A browser sends Origin on every WebSocket (and WebSockets are not bound by CORS): no page
-      // may drive episodes. OpenEnv's clients (Python websockets, Node.js ws) send none.
-      if (req.headers.origin !== undefined) {
+      // may drive episodes. OpenEnv's clients (Python websockets, Node.js ws) send none; some
+      // clients (Python's websocket-client) send the server's own loopback address, allowed.
+      if (!ownOrigin(req.headers.origin, req.headers.host)) {
         refuseUpgrade(
           socket,
           403,
           'Forbidden',
           'ORIGIN_REFUSED',
-          'a request with an Origin header (a browser page) is refused',
+          'an Origin other than the server’s own loopback address (a browser page) is refused',
         );
         return true;
       }

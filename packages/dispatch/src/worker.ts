@@ -561,16 +561,27 @@ export function createWorker(options: WorkerOptions): DispatchWorker {
   };
 
   const close = async (): Promise<void> => {
+    // Stop fetching now; BullMQ's close then waits for the running jobs. The lease watchdog
+    // keeps running meanwhile: a drained episode is still fenced if its lock goes.
+    const closing = (worker?.close() ?? Promise.resolve()).then(
+      () => 'ok' as const,
+      (error: unknown) => error,
+    );
+    while (leases.size > 0) await new Promise((r) => setTimeout(r, 100));
+    // The episodes are over; what is left is BullMQ's last writes (bounded by the lock) and
+    // closing its connections, which hangs when Redis is away: then drop them.
+    if ((await bounded(closing, o.lockMs + 10_000)) === 'timeout' && worker !== undefined)
+      await bounded(
+        worker.disconnect().catch(() => undefined),
+        5_000,
+      );
     for (const t of timers) clearInterval(t);
     lag.disable();
-    try {
-      await worker?.close();
-    } finally {
-      await queue?.close().catch(() => undefined);
-      await health?.close();
-      emit({ event: 'closed' });
-      resolveClosed();
-    }
+    if ((await bounded(queue?.close().catch(() => undefined) ?? Promise.resolve(), 5_000)) === 'timeout')
+      await bounded(queue?.disconnect().catch(() => undefined) ?? Promise.resolve(), 5_000);
+    await health?.close();
+    emit({ event: 'closed' });
+    resolveClosed();
   };
 
   const drain = (): Promise<void> => {

@@ -648,6 +648,8 @@ async function runExecutable(
       KAROTTE_SCORE_FILE: inImage ? `${IMAGE_PLACES.out}/score.json` : scoreFile,
     };
 
+    // The image's mount point: an empty directory of the host's /run (gone after a reboot).
+    if (inImage) await mkdir(IMAGE_ROOT, { recursive: true, mode: 0o755 });
     const plan =
       sandboxed && identity !== undefined
         ? await graderMountPlan(resolved, identity, root, interpreter, {

@@ -1,4 +1,4 @@
-// Where the app unpacks task images: the core's default (/var/lib/karotte/images), or the
+// Where the app unpacks task images: the core's default (/var/lib/karotte/task-images), or the
 // directory KAROTTE_IMAGE_CACHE_DIR names (a root-owned directory: tests keep their own).
 import type { LoadTaskOptions } from '@karotte/core';
 

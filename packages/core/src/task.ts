@@ -46,7 +46,7 @@ export interface LoadedEnvironment {
 
 /** Options of {@link loadTask}. */
 export interface LoadTaskOptions {
-  /** Root-owned image cache where a task's image is unpacked. @default '/var/lib/karotte/images' */
+  /** Root-owned image cache where a task's image is unpacked. @default '/var/lib/karotte/task-images' */
   readonly imageCacheDir?: string;
   /** Import (unpack) the task's image when running as root. @default true */
   readonly importImage?: boolean;

@@ -33,7 +33,7 @@ import { TarReader } from './tar.js';
 import { LayerUnpacker, type UnpackReport } from './unpack.js';
 
 /** Where unpacked images live unless told otherwise. */
-export const DEFAULT_IMAGE_CACHE_DIR = '/var/lib/karotte/images';
+export const DEFAULT_IMAGE_CACHE_DIR = '/var/lib/karotte/task-images';
 
 /** Budgets of an import: a layer over one is refused, never unpacked in part. */
 export const imageLimitsSchema = z.strictObject({
@@ -54,7 +54,7 @@ export const imageLimitsSchema = z.strictObject({
 });
 
 export const importImageOptionsSchema = z.strictObject({
-  /** Root-owned directory of unpacked images. @default '/var/lib/karotte/images' */
+  /** Root-owned directory of unpacked images. @default '/var/lib/karotte/task-images' */
   cacheDir: z.string().min(1).default(DEFAULT_IMAGE_CACHE_DIR),
   /** The digest the image must have (its manifest's, or its config's). */
   expectedDigest: digestSchema.optional(),

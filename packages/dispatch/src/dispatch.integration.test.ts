@@ -165,7 +165,7 @@ if (skip && process.env['CI'] === 'true')
     'the dispatch tests need root, redis-server, nsenter, ip and the built CLI: CI=true forbids skipping them',
   );
 
-describe.skipIf(skip)('karotte worker over BullMQ on Redis (T1–T7, T9)', { timeout: 300_000 }, () => {
+describe.skipIf(skip)('karotte worker over BullMQ on Redis (T1–T9)', { timeout: 300_000 }, () => {
   beforeAll(async () => {
     cluster = new Cluster();
     cluster.create(3);

@@ -169,7 +169,13 @@ while (totals.episodes < wanted) {
 }
 clearInterval(watcher);
 sample();
-const after = leftovers().filter((entry) => !before.includes(entry));
+// A sandbox another harness on the host is running at this very moment shows up too: what the
+// soak left is what is still there a while later (a live episode ends or moves on).
+const atEnd = leftovers().filter((entry) => !before.includes(entry));
+if (atEnd.length > 0) await new Promise((resolve) => setTimeout(resolve, 30_000));
+const stillThere = new Set(leftovers());
+const after = atEnd.filter((entry) => stillThere.has(entry));
+const transient = atEnd.filter((entry) => !stillThere.has(entry));
 const report = {
   episodes: totals.episodes,
   concurrency,
@@ -178,6 +184,8 @@ const report = {
   controlsFailed: totals.controlsFailed,
   attacksScored: totals.attacksScored,
   leftovers: after,
+  /** Seen at the end but gone 30 s later: another harness's live episode, not the soak's. */
+  transient,
   peaks: {
     ...peaks,
     memAvailableMinBytes: Number.isFinite(peaks.memAvailableMinBytes) ? peaks.memAvailableMinBytes : null,
@@ -191,7 +199,7 @@ else {
     [
       `episodes ${report.episodes} at concurrency ${concurrency} in ${(report.durationMs / 60_000).toFixed(1)} min (${report.rounds} rounds)`,
       `error ${report.errors}, controls failed ${report.controlsFailed}, attacks scored ${report.attacksScored}`,
-      `left on the host: ${after.length === 0 ? 'nothing' : after.join(', ')}`,
+      `left on the host: ${after.length === 0 ? 'nothing' : after.join(', ')}${transient.length === 0 ? '' : ` (seen at the end and gone 30 s later: ${transient.join(', ')})`}`,
       `peaks: MemAvailable min ${(report.peaks.memAvailableMinBytes / 2 ** 30).toFixed(1)} GiB, file-nr max ${peaks.fileNrMax}, TCP mem max ${peaks.tcpMemPagesMax} pages, load max ${peaks.loadMax}`,
       ...report.findings.map(
         (finding) => `  ${finding.task}: ${finding.what}: ${String(finding.detail).slice(0, 300)}`,

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJobResult } from './index.js';
 import {
   Cluster,
+  cgroupsOf,
   EXAMPLES,
   leases,
   pidsOfUid,
@@ -201,9 +202,7 @@ describe.skipIf(skip)('karotte worker over BullMQ on Redis (T1–T9)', { timeout
         () => leases().some((l) => l.ownerPid === w1.pid),
         20_000,
       );
-      const orphanUids = leases()
-        .filter((l) => l.ownerPid === w1.pid)
-        .map((l) => l.uid);
+      const orphans = leases().filter((l) => l.ownerPid === w1.pid);
       w1.child.kill('SIGKILL');
       await w1.exited;
       const dead = attemptsOf(w1, killedJob);
@@ -225,9 +224,15 @@ describe.skipIf(skip)('karotte worker over BullMQ on Redis (T1–T9)', { timeout
       expect(order.indexOf('reclaimed')).toBeGreaterThanOrEqual(0);
       expect(order.indexOf('reclaimed')).toBeLessThan(order.indexOf('ready'));
       // Its sandbox is gone (this worker, or another harness on the host starting first, reclaimed it).
-      for (const uid of orphanUids) {
-        expect(leases().some((l) => l.uid === uid && l.ownerPid === w1.pid)).toBe(false);
-        expect(pidsOfUid(uid)).toEqual([]);
+      await until(
+        "the killed worker's sandbox reclaimed",
+        () => orphans.every((o) => cgroupsOf(o.sandboxId).length === 0),
+        20_000,
+      ).catch(() => undefined);
+      for (const orphan of orphans) {
+        expect(leases().some((l) => l.uid === orphan.uid && l.ownerPid === w1.pid)).toBe(false);
+        expect(pidsOfUid(orphan.uid)).toEqual([]);
+        expect(cgroupsOf(orphan.sandboxId)).toEqual([]);
       }
       expect((await w2.stop()).code).toBe(0);
       expect((await w1b.stop()).code).toBe(0);
@@ -498,6 +503,7 @@ describe.skipIf(skip)('karotte worker over BullMQ on Redis (T1–T9)', { timeout
     const pids: number[] = [];
     const all: WorkerProcess[] = [];
     const dead: Attempt[] = [];
+    const orphans: { uid: number; sandboxId: string }[] = [];
     /** Start a worker on host 1, let it take `jobId`, SIGKILL it with its episode running. */
     const killOnce = async (jobId: string, n: number): Promise<void> => {
       const w = cluster.startWorker(1, `t8-k${n}`, ['--queue', 't8', ...TIMINGS]);
@@ -505,6 +511,7 @@ describe.skipIf(skip)('karotte worker over BullMQ on Redis (T1–T9)', { timeout
       pids.push(w.pid);
       await w.waitEvent((e) => e['event'] === 'started' && e['jobId'] === jobId, 30_000);
       await until('the episode has its sandbox', () => leases().some((l) => l.ownerPid === w.pid), 20_000);
+      orphans.push(...leases().filter((l) => l.ownerPid === w.pid));
       w.child.kill('SIGKILL');
       await w.exited;
       dead.push(...attemptsOf(w, jobId));
@@ -534,6 +541,11 @@ describe.skipIf(skip)('karotte worker over BullMQ on Redis (T1–T9)', { timeout
       expect(await (await q.getJob(thrice!))!.getState()).toBe('failed');
       expect((await last.stop()).code).toBe(0);
       await expectNoLeftovers(pids, [1, 2]);
+      // Every killed worker's sandbox was reclaimed by the next one on its host (or another harness).
+      for (const orphan of orphans) {
+        expect(pidsOfUid(orphan.uid)).toEqual([]);
+        expect(cgroupsOf(orphan.sandboxId)).toEqual([]);
+      }
     } finally {
       await q.close();
     }

@@ -402,24 +402,38 @@ export class Cluster {
 }
 
 /** The sandbox leases on this host (uid, owner pid). */
-export function leases(): { uid: number; ownerPid: number }[] {
+export function leases(): { uid: number; ownerPid: number; sandboxId: string }[] {
   let names: string[];
   try {
     names = fs.readdirSync(LEASE_DIR);
   } catch {
     return [];
   }
-  const out: { uid: number; ownerPid: number }[] = [];
+  const out: { uid: number; ownerPid: number; sandboxId: string }[] = [];
   for (const name of names) {
     if (!name.endsWith('.lock')) continue;
     try {
-      const record = JSON.parse(fs.readFileSync(path.join(LEASE_DIR, name), 'utf8')) as { ownerPid?: number };
-      out.push({ uid: Number(name.slice(0, -5)), ownerPid: record.ownerPid ?? 0 });
+      const record = JSON.parse(fs.readFileSync(path.join(LEASE_DIR, name), 'utf8')) as {
+        ownerPid?: number;
+        sandboxId?: string;
+      };
+      out.push({
+        uid: Number(name.slice(0, -5)),
+        ownerPid: record.ownerPid ?? 0,
+        sandboxId: record.sandboxId ?? '',
+      });
     } catch {
       // removed while read
     }
   }
   return out;
+}
+
+/** The cgroups (every controller, v1 or v2) a sandbox of `sandboxId` still has. */
+export function cgroupsOf(sandboxId: string): string[] {
+  const root = '/sys/fs/cgroup';
+  const dirs = [root, ...fs.readdirSync(root).map((name) => path.join(root, name))];
+  return dirs.map((dir) => path.join(dir, `karotte-${sandboxId}`)).filter((dir) => fs.existsSync(dir));
 }
 
 /** Pids of the processes of `uid`. */

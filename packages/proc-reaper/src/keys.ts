@@ -35,7 +35,7 @@ export function parseKeyUsers(text: string): Map<number, KeyUsage> {
 }
 
 /** What the uid owns now; undefined when it owns no key (or the kernel has no keyrings). */
-export function keyUsageOf(uid: number): KeyUsage | undefined {
+function keyUsageOf(uid: number): KeyUsage | undefined {
   let text: string;
   try {
     text = readFileSync('/proc/key-users', 'utf8');

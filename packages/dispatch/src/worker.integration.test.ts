@@ -241,6 +241,42 @@ describe.skipIf(!isRoot || !haveRedis)(
       }
     });
 
+    it('stops by itself: once the queue has been empty for idleMs (a Kubernetes Job), or after maxEpisodes, leaving the rest queued', async () => {
+      const target = parseRedisUrl(`redis://127.0.0.1:${port}`);
+      const base = {
+        redis: target,
+        tasksDir: path.join(dir, 'tasks'),
+        artifactsDir: path.join(dir, 'artifacts'),
+        startupCheck: false,
+        recover: () => Promise.resolve(null),
+      };
+      const idle = createWorker({ ...base, queue: 'idle', idleMs: 300 });
+      await idle.start();
+      const started = Date.now();
+      await idle.closed;
+      expect(Date.now() - started).toBeLessThan(10_000);
+
+      const client = createDispatchClient({ redis: target, queue: 'capped' });
+      const control = JSON.parse(
+        fs.readFileSync(path.join(EXAMPLES, 'quarterly-revenue', 'control.json'), 'utf8'),
+      ) as never[];
+      try {
+        await client.submit({
+          runId: 'capped',
+          task: { id: 'quarterly-revenue' },
+          agent: { kind: 'replay', messages: control },
+          n: 2,
+        });
+        const capped = createWorker({ ...base, queue: 'capped', maxEpisodes: 1 });
+        await capped.start();
+        await capped.closed;
+        const reports = await client.results('capped');
+        expect(reports.map((r) => r.state).sort()).toEqual(['completed', 'waiting']);
+      } finally {
+        await client.close();
+      }
+    });
+
     it('--concurrency auto: at least 1, at most four per CPU, bounded by memory', () => {
       const n = autoConcurrency();
       expect(n).toBeGreaterThanOrEqual(1);

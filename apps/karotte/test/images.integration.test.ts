@@ -197,6 +197,15 @@ describe.skipIf(unavailable !== undefined && !inCI)('tasks in their own image', 
     }
   }, 600_000);
 
+  it('the red-team catalog holds inside an image: a Python task, student and grader in the Debian image', () => {
+    const dir = initTask('redteam-in-image', 'python', (task) => {
+      task['environment'] = { image: pythonImage };
+    });
+    const redteam = karotte(['redteam', '--task', dir, '--json'], 1_500_000);
+    expect(redteam.status, redteam.stdout.slice(-4000)).toBe(0);
+    expect(redteam.stdout).toContain('redteam-in-image-read-the-key');
+  }, 1_800_000);
+
   it('a missing or non-image environment.image, and a wrong pin, are exit 2 naming the field', () => {
     const notImage = path.join(base, 'not-an-image.tar');
     fs.writeFileSync(notImage, 'hello\n'.repeat(200));

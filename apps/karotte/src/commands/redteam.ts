@@ -5,6 +5,7 @@ import process from 'node:process';
 import { CoreError, loadTask, recoverLeftovers, type Task } from '@karotte/core';
 import type { Command, Io } from './command.js';
 import { listenForTermination } from '../signals.js';
+import { loadTaskOptions } from '../image-cache.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { displaySafe, formatDuration, table, terminalWidth } from '../format.js';
@@ -118,7 +119,7 @@ export const redteamCommand: Command = {
     }
     let task;
     try {
-      task = await loadTask(flags.task!);
+      task = await loadTask(flags.task!, loadTaskOptions());
     } catch (error) {
       if (CoreError.isInstance(error) && error.kind === 'bad_argument') {
         io.stderr.write(
@@ -214,7 +215,7 @@ async function redteamWithAttacker(
   const tools = parseToolsFlag(options.tools);
   let task: Task;
   try {
-    task = await loadTask(taskDir);
+    task = await loadTask(taskDir, loadTaskOptions());
   } catch (error) {
     if (CoreError.isInstance(error) && error.kind === 'bad_argument') {
       io.stderr.write(

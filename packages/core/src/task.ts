@@ -114,6 +114,10 @@ export async function loadTask(taskDir: string, options: LoadTaskOptions = {}): 
           : createExecutableJudge({
               command: [...step.grader.command!],
               taskDir: dir,
+              // An image kept in the task directory is not copied for the grader.
+              taskDirExclude: [environment, graderEnvironment]
+                .map((env) => (env === undefined ? '' : path.relative(dir, env.image).split(path.sep)[0]!))
+                .filter((name) => name !== '' && name !== '..' && !path.isAbsolute(name)),
               ...(graderEnvironment?.rootfs === undefined ? {} : { rootfs: graderEnvironment.rootfs }),
               ...(graderEnvironment?.path === undefined ? {} : { searchPath: graderEnvironment.path }),
               ...timeout,

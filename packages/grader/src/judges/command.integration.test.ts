@@ -100,6 +100,23 @@ describe.skipIf(!isRoot)('a command grader on the host view', () => {
     expect(pidsOfUid(report.confinement.uid!)).toEqual([]);
   });
 
+  it('leaves out more top-level names when told (an image kept in the task directory)', async () => {
+    fs.mkdirSync(path.join(taskDir, 'image'), { recursive: true });
+    fs.writeFileSync(path.join(taskDir, 'image', 'oci-layout'), '{}');
+    try {
+      const report = await createExecutableJudge({
+        ...common,
+        command: ['python3', 'grade.py'],
+        taskDir,
+        taskDirExclude: ['image'],
+      }).evaluate(context());
+      expect(report).toMatchObject({ status: 'scored', score: 1 });
+      expect(report.metadata).toMatchObject({ cwd: ['fail.sh', 'grade.py', 'task.json'] });
+    } finally {
+      fs.rmSync(path.join(taskDir, 'image'), { recursive: true, force: true });
+    }
+  });
+
   it('keeps the protocol: a non-zero exit fails, an untrusted name is refused', async () => {
     const failing = await createExecutableJudge({ ...common, command: ['./fail.sh'], taskDir }).evaluate(
       context(),

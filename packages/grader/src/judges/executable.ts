@@ -89,6 +89,19 @@ export const executableJudgeOptionsSchema = z
       .refine((p) => path.isAbsolute(p), 'must be an absolute path')
       .optional(),
     /**
+     * More top-level names of `taskDir` left out of its copy (the task's image, when it lies
+     * in the task directory). @default []
+     */
+    taskDirExclude: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .regex(/^[^/]+$/u, 'must be a top-level name'),
+      )
+      .max(64)
+      .default([]),
+    /**
      * An image's unpacked tree (`importImage()` of `@karotte/sandbox/image`): the grader's root
      * is that image, as the student's is (isolation `sandbox` only). Inside it the inputs are
      * at `/karotte/submission`, `/karotte/hidden`, the score file at `/karotte/out/score.json`,
@@ -457,7 +470,7 @@ async function copyInputs(
       ...modes,
       maxEntries: 100_000,
       keepExecutable: true,
-      excludeTopLevel: ['student', 'hidden'],
+      excludeTopLevel: ['student', 'hidden', ...resolved.taskDirExclude],
     });
     if (!copied.ok)
       throw new GraderError('SETUP_FAILED', `cannot copy the task directory: ${copied.message}`);

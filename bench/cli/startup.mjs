@@ -11,7 +11,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createReplayAgent, createSandboxWorld, loadTask, runEpisode } from '../../packages/core/dist/index.js';
+import {
+  createReplayAgent,
+  createSandboxWorld,
+  loadTask,
+  runEpisode,
+} from '../../packages/core/dist/index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -74,11 +79,23 @@ for (let i = 0; i < runs + 1; i += 1) {
     started = performance.now();
     const child = spawnSync(
       process.execPath,
-      [cli, 'run', '--task', taskDir, '--agent', 'replay', '--replay', controlFile, '--out', path.join(out, 'cli')],
+      [
+        cli,
+        'run',
+        '--task',
+        taskDir,
+        '--agent',
+        'replay',
+        '--replay',
+        controlFile,
+        '--out',
+        path.join(out, 'cli'),
+      ],
       { encoding: 'utf8', cwd: root },
     );
     const b = performance.now() - started;
-    if (child.status !== 0) throw new Error(`karotte run exited ${child.status}: ${child.stderr.slice(-500)}`);
+    if (child.status !== 0)
+      throw new Error(`karotte run exited ${child.status}: ${child.stderr.slice(-500)}`);
     if (i === 0) continue;
     inProcess.push(a);
     wholeCli.push(b);
@@ -91,7 +108,9 @@ const rows = [
   ['karotte --version', median(version), 'node -e 0', median(nodeAlone)],
   ['karotte run (control, whole process)', median(wholeCli), 'runEpisode in-process', median(inProcess)],
 ];
-process.stdout.write(`Node.js ${process.versions.node}, ${runs} runs each, medians; load ${os.loadavg()[0].toFixed(1)}\n`);
+process.stdout.write(
+  `Node.js ${process.versions.node}, ${runs} runs each, medians; load ${os.loadavg()[0].toFixed(1)}\n`,
+);
 for (const [name, ms, baseline, baseMs] of rows) {
   process.stdout.write(
     `${name.padEnd(38)} ${ms.toFixed(0).padStart(6)} ms   ${baseline.padEnd(22)} ${baseMs.toFixed(0).padStart(6)} ms   ${(ms / baseMs).toFixed(2)}×\n`,

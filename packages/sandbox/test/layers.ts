@@ -2,7 +2,7 @@
 // of them, written with the package's own layout writer.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { gzipSync, zstdCompressSync } from 'node:zlib';
 import { writeOciLayout } from '../src/image/layout-writer.js';
 import { tarHeader, type TarEntryType } from '../src/image/tar.js';
 
@@ -42,12 +42,23 @@ export function tarOf(entries: readonly LayerEntry[]): Buffer {
   return Buffer.concat(parts);
 }
 
-/** An OCI layout at `dir` whose layers are these tar archives (gzipped). Returns its digest. */
-export async function layoutOf(dir: string, layers: readonly Buffer[], gzip = true): Promise<string> {
+/** An OCI layout at `dir` whose layers are these tar archives (gzipped by default). Returns its digest. */
+export async function layoutOf(
+  dir: string,
+  layers: readonly Buffer[],
+  compression: 'gzip' | 'zstd' | 'none' = 'gzip',
+): Promise<string> {
   mkdirSync(dir, { recursive: true });
   const files = layers.map((layer, i) => {
-    const file = path.join(dir, `.layer-${i}.tar${gzip ? '.gz' : ''}`);
-    writeFileSync(file, gzip ? gzipSync(layer, { level: 1 }) : layer);
+    const file = path.join(dir, `.layer-${i}.tar.${compression}`);
+    writeFileSync(
+      file,
+      compression === 'gzip'
+        ? gzipSync(layer, { level: 1 })
+        : compression === 'zstd'
+          ? zstdCompressSync(layer)
+          : layer,
+    );
     return file;
   });
   return writeOciLayout({

@@ -402,6 +402,17 @@ describe.skipIf(!isRoot)('image import', () => {
     },
   );
 
+  it('reads zstd and uncompressed layers as well as gzip ones', async () => {
+    const dir = fresh('zstd');
+    const digest = await layoutOf(dir, [tarOf([{ path: 'z.txt', content: 'zstd layer\n' }])], 'zstd');
+    const plain = fresh('plain');
+    await layoutOf(plain, [tarOf([{ path: 'p.txt', content: 'plain layer\n' }])], 'none');
+    const z = await importImage(dir, { cacheDir, expectedDigest: digest });
+    expect(readFileSync(path.join(z.rootfs, 'z.txt'), 'utf8')).toBe('zstd layer\n');
+    const p = await importImage(plain, { cacheDir });
+    expect(readFileSync(path.join(p.rootfs, 'p.txt'), 'utf8')).toBe('plain layer\n');
+  });
+
   it('what is not an image is refused by name', async () => {
     await refused(
       importImage(path.join(base, 'karotte-missing'), { cacheDir }),
@@ -414,5 +425,8 @@ describe.skipIf(!isRoot)('image import', () => {
     const text = `${fresh('text')}.tar`;
     writeFileSync(text, 'not a tar at all\n'.repeat(100));
     await refused(importImage(text, { cacheDir }), 'IMAGE_INVALID', /not an image archive/u);
+    const fifo = `${fresh('fifo')}.tar`;
+    expect(spawnSync('/usr/bin/mkfifo', [fifo]).status).toBe(0);
+    await refused(importImage(fifo, { cacheDir }), 'IMAGE_INVALID', /neither a directory nor a file/u);
   });
 });

@@ -14,14 +14,14 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
+import { createGunzip, createZstdDecompress } from 'node:zlib';
 import { parseOptions } from '@karotte/base';
 import { z } from 'zod';
 
 export const writeOciLayoutOptionsSchema = z.strictObject({
   /** The layout directory to write (created; blobs already there are kept). */
   dir: z.string().min(1),
-  /** Layer tarballs, lowest first: plain tar or gzip (detected by their first bytes). */
+  /** Layer tarballs, lowest first: plain tar, gzip or zstd (detected by their first bytes). */
   layers: z.array(z.string().min(1)).min(1),
   /** The image's environment (`NAME=value`). @default [] */
   env: z.array(z.string()).default([]),
@@ -32,26 +32,38 @@ export const writeOciLayoutOptionsSchema = z.strictObject({
 });
 export type WriteOciLayoutOptions = z.input<typeof writeOciLayoutOptionsSchema>;
 
-async function digestOf(file: string, gunzip: boolean): Promise<string> {
+async function digestOf(file: string, compression: Compression | undefined): Promise<string> {
   const hash = createHash('sha256');
   const consume = async (source: AsyncIterable<Buffer>): Promise<void> => {
     for await (const chunk of source) hash.update(chunk);
   };
   const input = createReadStream(file, { highWaterMark: 1024 * 1024 });
-  if (gunzip) await pipeline(input, createGunzip(), consume);
+  if (compression === 'gzip') await pipeline(input, createGunzip(), consume);
+  else if (compression === 'zstd') await pipeline(input, createZstdDecompress(), consume);
   else await pipeline(input, consume);
   return `sha256:${hash.digest('hex')}`;
 }
 
-function isGzip(file: string): boolean {
+type Compression = 'gzip' | 'zstd';
+
+function compressionOf(file: string): Compression | undefined {
   const fd = openSync(file, 'r');
   try {
-    const head = Buffer.alloc(2);
-    return readSync(fd, head, 0, 2, 0) === 2 && head[0] === 0x1f && head[1] === 0x8b;
+    const head = Buffer.alloc(4);
+    const got = readSync(fd, head, 0, 4, 0);
+    if (got >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'gzip';
+    if (got === 4 && head.equals(Buffer.from([0x28, 0xb5, 0x2f, 0xfd]))) return 'zstd';
+    return undefined;
   } finally {
     closeSync(fd);
   }
 }
+
+const MEDIA_TYPES: Readonly<Record<Compression | 'tar', string>> = {
+  tar: 'application/vnd.oci.image.layer.v1.tar',
+  gzip: 'application/vnd.oci.image.layer.v1.tar+gzip',
+  zstd: 'application/vnd.oci.image.layer.v1.tar+zstd',
+};
 
 /**
  * Write an OCI image layout of one linux/amd64 image from its layers. Returns the manifest's
@@ -69,15 +81,13 @@ export async function writeOciLayout(options: WriteOciLayoutOptions): Promise<st
   const layers: { mediaType: string; digest: string; size: number }[] = [];
   const diffIds: string[] = [];
   for (const layer of opts.layers) {
-    const gzip = isGzip(layer);
-    const digest = await digestOf(layer, false);
-    diffIds.push(gzip ? await digestOf(layer, true) : digest);
+    const compression = compressionOf(layer);
+    const digest = await digestOf(layer, undefined);
+    diffIds.push(compression === undefined ? digest : await digestOf(layer, compression));
     copyFileSync(layer, path.join(blobs, digest.slice('sha256:'.length)));
     const { size } = statSync(layer);
     layers.push({
-      mediaType: gzip
-        ? 'application/vnd.oci.image.layer.v1.tar+gzip'
-        : 'application/vnd.oci.image.layer.v1.tar',
+      mediaType: MEDIA_TYPES[compression ?? 'tar'],
       digest,
       size,
     });

@@ -342,6 +342,10 @@ export const SYSTEM_PREREQUISITES = [
   ['redis-server', 'redis-server'],
   // Not for episodes: the viewer's tests drive a real browser.
   ['chromium', 'chromium'],
+  // Not for episodes: the task-image tests build a small Debian image (mmdebstrap, from the
+  // host's own apt sources) and read archives skopeo writes.
+  ['mmdebstrap', 'mmdebstrap'],
+  ['skopeo', 'skopeo'],
 ];
 
 /** The prerequisites missing from the trusted directories, as `[program, package]` pairs. */

@@ -90,7 +90,11 @@ def main() -> None:
             metadata["reason"] = "no correlate.py was submitted"
         else:
             target = os.path.join(scratch, "out.csv")
+            # The faster of two runs: one slow start on a busy host does not fail an honest answer.
             elapsed, code, err = timed(submission, source, target, scratch)
+            if code == 0:
+                again, code, err = timed(submission, source, target, scratch)
+                elapsed = min(elapsed, again)
             metadata["submissionSeconds"] = round(elapsed, 3)
             output = read_output(target) if code == 0 else None
             correct = output is not None and output.shape == expected.shape and bool(np.allclose(output, expected, atol=2e-6))

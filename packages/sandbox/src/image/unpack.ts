@@ -183,6 +183,8 @@ export class LayerUnpacker implements TarSink {
   /** Apply the layer's opaque markers (after all its entries, so its own entries stay). */
   endLayer(): void {
     for (const dir of this.opaque) {
+      // A later entry of the same layer may have replaced or removed the directory.
+      if (lstatOrUndefined(dir)?.isDirectory() !== true) continue;
       for (const name of readdirSync(dir)) {
         const child = path.join(dir, name);
         if (!this.made.has(child)) removeAt(child);

@@ -273,6 +273,12 @@ export interface FileToolContext {
   readonly node: string;
   readonly envBinary: string;
   readonly env: Readonly<Record<string, string>>;
+  /**
+   * How the host's Node.js starts where the student's root is an image: its loader and
+   * libraries bound into the image, the loader named explicitly (argv before `-e`). Undefined
+   * on the host view: `node` itself.
+   */
+  readonly nodeInImage?: readonly string[] | undefined;
 }
 
 function isAborted(signal: AbortSignal | undefined): boolean {
@@ -309,7 +315,7 @@ export function createFileTools(context: FileToolContext): SandboxFiles {
             '-C',
             context.home,
             ...env,
-            context.node,
+            ...(context.nodeInImage ?? [context.node]),
             '-e',
             FILE_TOOL_SCRIPT,
           ],
@@ -317,9 +323,6 @@ export function createFileTools(context: FileToolContext): SandboxFiles {
           timeoutMs,
           maxStdoutBytes,
           abortSignal,
-          // The host's Node.js, which an image need not have: in the world's own root, where
-          // the working directory, /tmp and /dev/shm are the same mounts as in the image.
-          worldRoot: true,
         });
       } catch (error) {
         if (!(error instanceof WorldGoneError)) throw error;

@@ -87,8 +87,17 @@ describe.skipIf(unavailable !== undefined && !inCI)('a student in an image', () 
     );
     expect(files.stdout).toBe('42\nt\ns\n');
     expect(fs.readFileSync(path.join(sandbox.workDir, 'answer.txt'), 'utf8')).toBe('42\n');
-    // The file tools (the host's Node.js) see the same working directory.
+    // The file tools (the host's Node.js, through its own loader and libraries bound into the
+    // image) see the image: its own files, not the host's /work.
     expect(await sandbox.files.view({ path: 'answer.txt' })).toMatchObject({ ok: true });
+    expect(await sandbox.files.view({ path: '/opt/karotte-tools/bin/karotte-hello' })).toMatchObject({
+      ok: true,
+      content: expect.stringContaining('hello from the image'),
+    });
+    const top = await sandbox.files.list({ path: '/' });
+    expect(top).toMatchObject({ ok: true });
+    expect(JSON.stringify(top)).not.toContain('"work"');
+    expect(JSON.stringify(top)).toContain('"opt"');
     expect(await sandbox.files.write({ path: 'from-tool.txt', content: 'tool\n' })).toMatchObject({
       ok: true,
     });
@@ -108,9 +117,16 @@ describe.skipIf(unavailable !== undefined && !inCI)('a student in an image', () 
     );
     expect(escape.stdout).toContain('PermissionError');
     expect(escape.stdout.match(/Read-only file system/gu)?.length).toBe(3);
-    // The image's setuid binaries were stripped at import.
-    const setuid = await sandbox.exec('find / -xdev -perm /6000 -type f 2>/dev/null | head -5; echo end');
+    // The image's setuid binaries were stripped at import. The host's libraries bound in for
+    // the file tools' Node.js keep their bits (utempter is setgid), but every mount is nosuid.
+    const setuid = await sandbox.exec(
+      'find / -xdev -path /karotte/host-lib -prune -o -perm /6000 -type f -print 2>/dev/null | head -5; echo end',
+    );
     expect(setuid.stdout).toBe('end\n');
+    const mounts = (await sandbox.exec('cat /proc/self/mountinfo')).stdout.split('\n').filter(Boolean);
+    expect(mounts.length).toBeGreaterThan(5);
+    for (const line of mounts) expect(line.split(' ')[5], line).toMatch(/(^|,)nosuid(,|$)/u);
+    expect(mounts.some((line) => line.split(' ')[4] === '/karotte/host-lib')).toBe(true);
     // The tree on the host is unchanged by the episode.
     expect(fs.existsSync(path.join(rootfs, 'karotte-x'))).toBe(false);
   });

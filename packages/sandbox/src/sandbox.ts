@@ -5,6 +5,7 @@ import {
   lstatSync,
   mkdirSync,
   readFileSync,
+  realpathSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -190,6 +191,19 @@ function imageProblem(rootfs: string, bins: SandboxBinaries): string | undefined
   return undefined;
 }
 
+/** Where the host's Node.js and its libraries are bound in an image (mount points of every import). */
+const HOST_LIB = '/karotte/host-lib';
+const HOST_NODE = '/karotte/host-node';
+
+/**
+ * The host's dynamic loader (x86-64) and the directory of the libraries Node.js links: on
+ * Debian and Ubuntu (merged /usr) both are in /usr/lib/x86_64-linux-gnu.
+ */
+function hostNodeLoader(): { readonly loader: string; readonly libDir: string } {
+  const loader = realpathSync('/lib64/ld-linux-x86-64.so.2');
+  return { loader, libDir: path.dirname(loader) };
+}
+
 /** Ptys of one sandbox's private devpts instance (the host's ptys are never the student's). */
 const STUDENT_MAX_PTYS = 32;
 
@@ -254,6 +268,16 @@ class SandboxImpl implements Sandbox {
       node,
       envBinary: bins.env,
       env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: this.studentWorkDir, LANG: 'C.UTF-8' },
+      nodeInImage:
+        options.rootfs === undefined
+          ? undefined
+          : [
+              `${HOST_LIB}/${path.basename(hostNodeLoader().loader)}`,
+              '--inhibit-cache',
+              '--library-path',
+              HOST_LIB,
+              HOST_NODE,
+            ],
     });
   }
 
@@ -349,7 +373,17 @@ class SandboxImpl implements Sandbox {
       { source: path.join(this.dir, 'group'), target: '/etc/group', writable: false },
     ];
     const rootfs = this.options.rootfs;
-    const image = rootfs === undefined ? undefined : imageBinds(rootfs, inside, { dev: true });
+    // In an image the file tools run the host's Node.js through its own loader and
+    // libraries, bound read-only into the image (the student runs them as itself, nothing more).
+    const nodeBinds: BindMount[] =
+      rootfs === undefined
+        ? []
+        : [
+            { source: hostNodeLoader().libDir, target: HOST_LIB, writable: false },
+            { source: realpathSync(this.node), target: HOST_NODE, writable: false },
+          ];
+    const image =
+      rootfs === undefined ? undefined : imageBinds(rootfs, [...inside, ...nodeBinds], { dev: true });
     return planMounts({
       hostname: this.hostname,
       loopback: true,

@@ -296,6 +296,8 @@ export const IMAGE_MOUNT_POINTS: readonly { readonly path: string; readonly kind
     { path: 'karotte/submission', kind: 'dir' },
     { path: 'karotte/hidden', kind: 'dir' },
     { path: 'karotte/out', kind: 'dir' },
+    { path: 'karotte/host-lib', kind: 'dir' },
+    { path: 'karotte/host-node', kind: 'file' },
   ]);
 
 function ensureMountPoints(rootfs: string): void {
@@ -337,7 +339,11 @@ export async function importImage(
   const cacheDir = openCacheDir(opts.cacheDir, true);
   const final = path.join(cacheDir, hexOf(source.digest));
   const existing = readRecord(final);
-  if (existing !== undefined) return { ...existing, cached: true, durationMs: Date.now() - started };
+  if (existing !== undefined) {
+    // An image imported by an older version may miss a newer mount point: empty ones are added.
+    ensureMountPoints(existing.rootfs);
+    return { ...existing, cached: true, durationMs: Date.now() - started };
+  }
   const staging = path.join(cacheDir, `.staging-${randomBytes(8).toString('hex')}`);
   mkdirSync(staging, { mode: 0o700 });
   try {

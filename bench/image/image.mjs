@@ -74,7 +74,12 @@ try {
     imports.push(performance.now() - started);
     fs.rmSync(cache, { recursive: true, force: true });
   }
-  row(`(b) first import (${(bytes / MiB).toFixed(0)} MiB of layers)`, median(imports), 'tar -x of the layers', median(tars));
+  row(
+    `(b) first import (${(bytes / MiB).toFixed(0)} MiB of layers)`,
+    median(imports),
+    'tar -x of the layers',
+    median(tars),
+  );
   console.log(`load average at the end ${os.loadavg()[0].toFixed(1)}`);
 } finally {
   fs.rmSync(work, { recursive: true, force: true });

@@ -99,11 +99,7 @@ function lstatOrUndefined(p: string): Stats | undefined {
  * the tree: symlinks on the way resolved as if `root` were `/`; missing directories created
  * (0755) when `create`. Returns undefined when a component is missing and `create` is false.
  */
-function resolveDirInRoot(
-  root: string,
-  parts: readonly string[],
-  create: boolean,
-): string | undefined {
+function resolveDirInRoot(root: string, parts: readonly string[], create: boolean): string | undefined {
   const stack: string[] = [];
   const todo = [...parts].reverse();
   let links = 0;

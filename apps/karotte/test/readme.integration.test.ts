@@ -13,7 +13,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { npmCommand } from '../../../scripts/tools.mjs';
 
 const app = path.resolve(import.meta.dirname, '..');
@@ -86,15 +86,18 @@ const examplePath = [
   .filter((entry, i, all) => entry !== '' && all.indexOf(entry) === i)
   .join(':');
 
-afterAll(() => {
-  // What the examples wrote: only the temporary directories they name (karotte-… under /tmp).
+/** What the examples write: only the temporary directories they name (karotte-… under /tmp). */
+function removeClaimedDirs(): void {
   for (const file of claimed) {
     const dir = path.dirname(file);
     if (/^\/tmp\/karotte-[^/]+/.test(dir)) {
       fs.rmSync(/^\/tmp\/karotte-[^/]+/.exec(dir)![0], { recursive: true, force: true });
     }
   }
-});
+}
+// Before too: a run killed half-way leaves them, and `init` refuses a directory that is not empty.
+beforeAll(removeClaimedDirs);
+afterAll(removeClaimedDirs);
 
 describe('the app README', () => {
   it('holds only commands this test runs, with claims it can check', () => {

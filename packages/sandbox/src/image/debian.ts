@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { parseOptions, resolveTrustedBinary, TrustedBinaryError } from '@karotte/base';
+import { parseOptions, readJsonFile, resolveTrustedBinary, TrustedBinaryError } from '@karotte/base';
 import { z } from 'zod';
 import { ImageError } from './errors.js';
 import { writeOciLayout } from './layout-writer.js';
@@ -32,14 +32,47 @@ export const buildDebianImageOptionsSchema = z.strictObject({
 });
 export type BuildDebianImageOptions = z.input<typeof buildDebianImageOptionsSchema>;
 
+/** The tag a build of `suite` with `packages` carries: what makes a later build of it a no-op. */
+export function debianImageTag(suite: string, packages: readonly string[]): string {
+  return `${suite}${packages.length === 0 ? '' : `-${packages.join('-')}`}`.slice(0, 128);
+}
+
+/** The part of an OCI index a finished build is recognised by (other fields are kept as they are). */
+const builtIndexSchema = z.looseObject({
+  manifests: z
+    .array(
+      z.looseObject({
+        digest: z.string().regex(/^sha256:[0-9a-f]{64}$/u),
+        annotations: z.record(z.string(), z.string()).optional(),
+      }),
+    )
+    .length(1),
+});
+
+/** The digest of the layout at `out` when it is a build tagged `tag`; refused otherwise. */
+async function existingBuild(out: string, tag: string): Promise<string> {
+  const index = await readJsonFile(path.join(out, 'index.json'), {
+    maxBytes: 1024 * 1024,
+    schema: builtIndexSchema,
+  }).catch(() => undefined);
+  const manifest = index?.ok === true ? index.value.manifests[0] : undefined;
+  if (manifest?.annotations?.['org.opencontainers.image.ref.name'] === tag) return manifest.digest;
+  throw new ImageError(
+    'IMAGE_INVALID',
+    `${out} exists already and is not a build of ${tag}: remove it or name another directory`,
+  );
+}
+
 /** Where a build's stderr is cut for the error message. */
 const STDERR_KEEP = 4000;
 
 /**
  * Build a Debian image (`essential` variant plus `packages`, without man pages, docs and
  * locales) as an OCI image layout at `out`. Returns its digest. Needs root and mmdebstrap.
+ * When `out` already holds a build of the same suite and packages, nothing is built and its
+ * digest is returned.
  * @throws ImageError `IMAGE_CACHE_FAILED` (no mmdebstrap, not root, the build failed),
- *   `IMAGE_INVALID` (`out` exists).
+ *   `IMAGE_INVALID` (something else exists at `out`).
  */
 export async function buildDebianImage(options: BuildDebianImageOptions): Promise<string> {
   const opts = parseOptions(buildDebianImageOptionsSchema, options, 'buildDebianImage options');
@@ -55,9 +88,11 @@ export async function buildDebianImage(options: BuildDebianImageOptions): Promis
     });
   }
   const out = path.resolve(opts.out);
-  if (statSync(out, { throwIfNoEntry: false }) !== undefined) {
-    throw new ImageError('IMAGE_INVALID', `${out} exists already`);
-  }
+  const tag = debianImageTag(opts.suite, opts.packages);
+  // Building what is already there is nothing to do: a layout this function wrote for the same
+  // suite and packages (its tag says so) is answered with its digest. Anything else at `out` is
+  // never overwritten.
+  if (statSync(out, { throwIfNoEntry: false }) !== undefined) return existingBuild(out, tag);
   mkdirSync(path.dirname(out), { recursive: true });
   const work = mkdtempSync(path.join(path.dirname(out), `.karotte-build-${path.basename(out)}-`));
   try {
@@ -107,10 +142,16 @@ export async function buildDebianImage(options: BuildDebianImageOptions): Promis
       layers: [tarball],
       env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'LANG=C.UTF-8'],
       workingDir: '/',
-      tag: `${opts.suite}${opts.packages.length === 0 ? '' : `-${opts.packages.join('-')}`}`.slice(0, 128),
+      tag,
     });
     rmSync(tarball);
-    renameSync(layout, out);
+    try {
+      renameSync(layout, out);
+    } catch (error) {
+      // Another build of the same image finished first (two tests, two shells): use it.
+      if (statSync(out, { throwIfNoEntry: false }) === undefined) throw error;
+      return await existingBuild(out, tag);
+    }
     return digest;
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -429,4 +429,39 @@ describe.skipIf(!isRoot)('image import', () => {
     expect(spawnSync('/usr/bin/mkfifo', [fifo]).status).toBe(0);
     await refused(importImage(fifo, { cacheDir }), 'IMAGE_INVALID', /neither a directory nor a file/u);
   });
+
+  it.skipIf(!existsSync('/usr/bin/mmdebstrap') && process.env['CI'] === undefined)(
+    'build-debian of what is already built answers its digest and builds nothing; something else at the path is never overwritten',
+    async () => {
+      const { buildDebianImage, debianImageTag } = await import('./debian.js');
+      const { writeOciLayout } = await import('./layout-writer.js');
+      const layer = `${fresh('built-layer')}.tar`;
+      writeFileSync(layer, tarOf([{ path: 'etc/os-release', content: 'ID=debian\n' }]));
+      // A layout as a finished build of bookworm + python3 leaves it.
+      const built = fresh('built');
+      const digest = await writeOciLayout({
+        dir: built,
+        layers: [layer],
+        tag: debianImageTag('bookworm', ['python3']),
+      });
+      const before = statSync(path.join(built, 'index.json')).mtimeMs;
+      await expect(buildDebianImage({ out: built, packages: ['python3'] })).resolves.toBe(digest);
+      expect(statSync(path.join(built, 'index.json')).mtimeMs).toBe(before);
+      // Another build (other packages) at that path, or a directory that is no image: refused.
+      await refused(
+        buildDebianImage({ out: built, packages: ['python3', 'python3-numpy'] }),
+        'IMAGE_INVALID',
+        /is not a build of bookworm-python3-python3-numpy/u,
+      );
+      const other = fresh('not-an-image');
+      mkdirSync(other);
+      writeFileSync(path.join(other, 'keep.txt'), 'mine\n');
+      await refused(
+        buildDebianImage({ out: other, packages: ['python3'] }),
+        'IMAGE_INVALID',
+        /exists already/u,
+      );
+      expect(readFileSync(path.join(other, 'keep.txt'), 'utf8')).toBe('mine\n');
+    },
+  );
 });

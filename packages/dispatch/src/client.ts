@@ -200,12 +200,15 @@ export function createDispatchClient(options: ClientOptions): DispatchClient {
       const ids = (await redis.smembers(runKey(o.prefix, o.queue, runId))).sort(compareEpisodeIds);
       const reports: EpisodeReport[] = [];
       for (const episodeId of ids) {
-        const job = await queue.getJob(episodeId);
+        // The state first, then the job: a job moves to completed or failed in one Redis script
+        // with its return value or failed reason, so a job read after its state was final holds
+        // them (read before, it could be the hash of a moment earlier, without its reason).
+        const state = await queue.getJobState(episodeId);
+        const job = state === 'unknown' ? undefined : await queue.getJob(episodeId);
         if (job === undefined) {
           reports.push({ episodeId, state: 'missing', result: null, accepted: null });
           continue;
         }
-        const state = await job.getState();
         let payload: JobPayload | null;
         try {
           payload = parsePayload(job.data);

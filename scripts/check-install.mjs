@@ -308,8 +308,9 @@ export function licenseProblem(files, manifest, licenseText) {
 export function bareImports(source) {
   const found = new Set();
   const patterns = [
-    /(?:^|[^\w$.])(?:import|export)\s*(?:[\w$*{}\s,]+?\s*from\s*)?["']([^"']+)["']/g,
-    /(?:^|[^\w$.])(?:import|require)\s*\(\s*["']([^"']+)["']\s*\)/g,
+    // Not after a quote: `case "import": {…` is a string, not a statement.
+    /(?:^|[^\w$."'`])(?:import|export)\s*(?:[\w$*{}\s,]+?\s*from\s*)?["']([^"']+)["']/g,
+    /(?:^|[^\w$."'`])(?:import|require)\s*\(\s*["']([^"']+)["']\s*\)/g,
   ];
   for (const pattern of patterns) {
     for (const match of source.matchAll(pattern)) {

@@ -212,6 +212,8 @@ describe('check-install: packages and imports', () => {
       'const t = await import("file-type");',
       "const e = require('@karotte/base/package.json');",
       'import "side-effect";',
+      // A string "import" (a subcommand name) is not an import.
+      'switch (sub) { case "import": { const { values } = parse(rest, { digest: { type: "string" } }); } }',
     ].join('\n');
     expect(bareImports(source)).toEqual([
       '@karotte/base/package.json',

@@ -41,6 +41,7 @@ export type {
   ParsedFrame,
 } from './openenv-protocol.js';
 export { MCP_CALL_ID_META, MAX_MCP_SESSIONS_PER_EPISODE } from './mcp.js';
+export type { McpTransport } from './mcp.js';
 export { MAX_EVENTS_PER_EPISODE } from './session.js';
 export type { ServedEvent } from './session.js';
 export {

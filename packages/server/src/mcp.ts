@@ -20,6 +20,22 @@ import { HttpProblem, readBody, sendJson } from './http.js';
 import type { Session } from './session.js';
 import { version } from './version.js';
 
+/**
+ * An MCP transport of the official TypeScript SDK (its `Transport`, e.g. `StdioServerTransport`
+ * of `@modelcontextprotocol/sdk/server/stdio.js`), by what the server uses of it. Declared here
+ * so this package's own types do not load the SDK's, which need the DOM library's `HeadersInit`
+ * and do not compile for a Node.js project without it.
+ */
+export interface McpTransport {
+  start(): Promise<void>;
+  send(message: unknown, options?: unknown): Promise<void>;
+  close(): Promise<void>;
+  onclose?(): void;
+  onerror?(error: Error): void;
+  onmessage?(message: unknown, extra?: unknown): void;
+  sessionId?: string | undefined;
+}
+
 /** MCP sessions one episode may hold at once; the oldest is closed to make room. */
 export const MAX_MCP_SESSIONS_PER_EPISODE = 8;
 
@@ -43,7 +59,7 @@ export interface McpEndpoint {
    * Serve `session`'s tools on a transport of the caller's (stdio pipes of an agent the harness
    * started: `new StdioServerTransport(agent.stdout, agent.stdin)`); closed with the episode.
    */
-  connect(session: Session, transport: Transport): Promise<void>;
+  connect(session: Session, transport: McpTransport): Promise<void>;
   /** Close the MCP sessions of an episode (it was finished or cancelled). */
   closeEpisode(episodeId: string): void;
   /** Close every MCP session. */
@@ -224,11 +240,13 @@ export function createMcpEndpoint(options: { readonly maxBodyBytes: number }): M
     async connect(session, transport) {
       const id = `own-${randomUUID()}`;
       const server = serverFor(session, id);
-      sessions.set(id, { episodeId: session.id, transport, http: undefined, server });
-      await server.connect(transport);
+      // The caller's transport is the SDK's own (McpTransport only spells out its shape).
+      const sdkTransport = transport as Transport;
+      sessions.set(id, { episodeId: session.id, transport: sdkTransport, http: undefined, server });
+      await server.connect(sdkTransport);
       // The SDK's server chains its own onclose; the entry goes when the transport closes.
-      const chained = transport.onclose;
-      transport.onclose = () => {
+      const chained = sdkTransport.onclose;
+      sdkTransport.onclose = () => {
         sessions.delete(id);
         chained?.();
       };

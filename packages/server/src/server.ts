@@ -4,7 +4,6 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { z } from 'zod';
 import { KarotteError, parseOptions } from '@karotte/base';
 import {
@@ -20,7 +19,7 @@ import {
 import { ServerError } from './errors.js';
 import { worldFingerprint } from './fingerprint.js';
 import { authorized, digestToken, HttpProblem, parseBody, readBody, sendJson, sendProblem } from './http.js';
-import { createMcpEndpoint } from './mcp.js';
+import { createMcpEndpoint, type McpTransport } from './mcp.js';
 import { openApiDocument } from './openapi.js';
 import { createOpenEnvEndpoint } from './openenv.js';
 import {
@@ -94,7 +93,7 @@ export interface EnvironmentServer {
    * (`new StdioServerTransport(agent.stdout, agent.stdin)` of the SDK). Every `tools/call` is a
    * turn, as on `/v1/episodes/{id}/mcp`; the transport is closed when the episode ends.
    */
-  connectMcp(episodeId: string, transport: Transport): Promise<void>;
+  connectMcp(episodeId: string, transport: McpTransport): Promise<void>;
   /** Listen; resolves with the address (`127.0.0.1:<port>` or the socket path) once requests are accepted. */
   listen(target: ListenTarget): Promise<string>;
   /**

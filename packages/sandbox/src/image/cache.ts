@@ -17,7 +17,7 @@ import {
 import { Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import path from 'node:path';
-import { createGunzip, createZstdDecompress } from 'node:zlib';
+import { createGunzip } from 'node:zlib';
 import { parseJsonStrict, parseOptions } from '@karotte/base';
 import { z } from 'zod';
 import { ImageError } from './errors.js';
@@ -31,6 +31,7 @@ import {
 } from './source.js';
 import { TarReader } from './tar.js';
 import { LayerUnpacker, type UnpackReport } from './unpack.js';
+import { createZstdDecompressor } from './zstd.js';
 
 /** Where unpacked images live unless told otherwise. */
 export const DEFAULT_IMAGE_CACHE_DIR = '/var/lib/karotte/task-images';
@@ -224,7 +225,7 @@ async function unpackLayer(
   const decompress: Transform | undefined = starts(head, GZIP)
     ? createGunzip({ chunkSize: 256 * 1024 })
     : starts(head, ZSTD)
-      ? createZstdDecompress({ chunkSize: 256 * 1024 })
+      ? createZstdDecompressor({ chunkSize: 256 * 1024 })
       : undefined;
   // An uncompressed layer's diff_id is its blob digest: hashed once.
   const consume = async (source: AsyncIterable<Buffer>): Promise<void> => {

@@ -14,9 +14,10 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip, createZstdDecompress } from 'node:zlib';
+import { createGunzip } from 'node:zlib';
 import { parseOptions } from '@karotte/base';
 import { z } from 'zod';
+import { createZstdDecompressor } from './zstd.js';
 
 export const writeOciLayoutOptionsSchema = z.strictObject({
   /** The layout directory to write (created; blobs already there are kept). */
@@ -39,7 +40,7 @@ async function digestOf(file: string, compression: Compression | undefined): Pro
   };
   const input = createReadStream(file, { highWaterMark: 1024 * 1024 });
   if (compression === 'gzip') await pipeline(input, createGunzip(), consume);
-  else if (compression === 'zstd') await pipeline(input, createZstdDecompress(), consume);
+  else if (compression === 'zstd') await pipeline(input, createZstdDecompressor(), consume);
   else await pipeline(input, consume);
   return `sha256:${hash.digest('hex')}`;
 }

@@ -228,10 +228,18 @@ async function unpackLayer(
       ? createZstdDecompressor({ chunkSize: 256 * 1024 })
       : undefined;
   // An uncompressed layer's diff_id is its blob digest: hashed once.
+  // What the consumer threw (a refused entry): Node.js 22's pipeline can reject with an
+  // AbortError in its place, so the refusal is kept here and preferred.
+  let thrown: unknown;
   const consume = async (source: AsyncIterable<Buffer>): Promise<void> => {
-    for await (const chunk of source) {
-      if (decompress !== undefined) diffHash.update(chunk);
-      reader.write(chunk);
+    try {
+      for await (const chunk of source) {
+        if (decompress !== undefined) diffHash.update(chunk);
+        reader.write(chunk);
+      }
+    } catch (error) {
+      thrown ??= error;
+      throw error;
     }
   };
   unpacker.beginLayer();
@@ -239,7 +247,8 @@ async function unpackLayer(
     const input = Readable.from(chunks(), { objectMode: false });
     if (decompress === undefined) await pipeline(input, consume, { signal: abortSignal });
     else await pipeline(input, decompress, consume, { signal: abortSignal });
-  } catch (error) {
+  } catch (rejected) {
+    const error = thrown ?? rejected;
     unpacker.abort();
     stream.destroy();
     if (ImageError.isInstance(error)) throw error;

@@ -167,3 +167,19 @@ export function asUid(uid: number, command: readonly string[]): string[] {
     ...command,
   ];
 }
+
+/**
+ * The keyring system calls' numbers on this machine's architecture, for tests that plant
+ * kernel keys through perl's `syscall()`. Throws on an architecture it does not know, so such
+ * a test fails there instead of skipping.
+ */
+export function keyringSyscalls(): { addKey: number; keyctl: number } {
+  const table: Record<string, { addKey: number; keyctl: number }> = {
+    x64: { addKey: 248, keyctl: 250 },
+    arm64: { addKey: 217, keyctl: 219 },
+  };
+  const numbers = table[process.arch];
+  if (numbers === undefined)
+    throw new Error(`the keyring syscall numbers of ${process.arch} are not known here`);
+  return numbers;
+}

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { killUid, testUid, waitFor } from '../../../test/support/index.js';
+import { keyringSyscalls, killUid, testUid, waitFor } from '../../../test/support/index.js';
 import { removeSysvOf } from '../test/fixtures.js';
 import { ProcReaperError, reclaimLeftovers, reclaimRecordSchema } from './index.js';
 import { listSysvByCreator, parseSysvTable, sweepMqueues } from './ipc.js';
@@ -266,24 +266,24 @@ describe('reclaimLeftovers(): everything at once, and caller errors', () => {
   });
 
   describe('kernel keys', () => {
-    // The keyring calls through perl's syscall(): add_key 248, keyctl 250 (x86-64 numbers; the
+    // The keyring calls through perl's syscall(), numbered for this architecture (the
     // default syscall filter refuses them inside a sandbox, a task can loosen it by name).
-    const onX64 = process.arch === 'x64';
+    const { addKey, keyctl } = keyringSyscalls();
     const plant = String.raw`
       my ($ring, $desc, $data, $open) = @ARGV;
       my $type = 'user';
-      my $key = syscall(248, $type, $desc, $data, length($data), $ring + 0);
+      my $key = syscall(${addKey}, $type, $desc, $data, length($data), $ring + 0);
       die "add_key: $!\n" if $key < 0;
       # possessor and owner all, others view and read: readable by any uid that knows the serial
-      if ($open) { syscall(250, 5, $key, 0x3f3f0003) == 0 or die "setperm: $!\n"; }
+      if ($open) { syscall(${keyctl}, 5, $key, 0x3f3f0003) == 0 or die "setperm: $!\n"; }
       print $key;`;
     const persistentRing = String.raw`
-      my $p = syscall(250, 22, -1, -4);
+      my $p = syscall(${keyctl}, 22, -1, -4);
       die "get_persistent: $!\n" if $p < 0;
       print $p;`;
     const read = String.raw`
       my $buf = "\0" x 64;
-      my $n = syscall(250, 11, $ARGV[0] + 0, $buf, 64);
+      my $n = syscall(${keyctl}, 11, $ARGV[0] + 0, $buf, 64);
       print $n >= 0 ? substr($buf, 0, $n) : "refused: $!";`;
     const perlAs = (asUid: number, program: string, args: string[]): string => {
       const result = spawnSync(
@@ -321,73 +321,62 @@ describe('reclaimLeftovers(): everything at once, and caller errors', () => {
       expect(keysOf(uid)).toBe(0);
     });
 
-    it.skipIf(!onX64)(
-      'destroys the keys the student linked into its user and persistent keyrings, readable by another uid before',
-      async () => {
-        const reader = testUid();
-        try {
-          const inUser = perlAs(uid, plant, ['-4', 'karotte-answer-user', 'answer-42', '1']);
-          const persistent = perlAs(uid, persistentRing, []);
-          const inPersistent = perlAs(uid, plant, [
-            persistent,
-            'karotte-answer-persistent',
-            'answer-43',
-            '1',
-          ]);
-          // The channel is real: a later episode under another uid reads both by serial.
-          expect(perlAs(reader, read, [inUser])).toBe('answer-42');
-          expect(perlAs(reader, read, [inPersistent])).toBe('answer-43');
+    it('destroys the keys the student linked into its user and persistent keyrings, readable by another uid before', async () => {
+      const reader = testUid();
+      try {
+        const inUser = perlAs(uid, plant, ['-4', 'karotte-answer-user', 'answer-42', '1']);
+        const persistent = perlAs(uid, persistentRing, []);
+        const inPersistent = perlAs(uid, plant, [persistent, 'karotte-answer-persistent', 'answer-43', '1']);
+        // The channel is real: a later episode under another uid reads both by serial.
+        expect(perlAs(reader, read, [inUser])).toBe('answer-42');
+        expect(perlAs(reader, read, [inPersistent])).toBe('answer-43');
 
-          const record = await reclaimLeftovers(uid, { sysv: false, posixMqueues: false, ramFiles: false });
-          expect(record.keys).toEqual({
-            cleared: ['user', 'user-session', 'persistent'],
-            failed: [],
-            left: 0,
-          });
-          expect(record.complete).toBe(true);
-          expect(reclaimRecordSchema.parse(record)).toEqual(record);
-          expect(perlAs(reader, read, [inUser])).toMatch(/^refused: /);
-          expect(perlAs(reader, read, [inPersistent])).toMatch(/^refused: /);
-        } finally {
-          await killUid(reader);
-          await reclaimLeftovers(reader, { sysv: false, posixMqueues: false, ramFiles: false });
-        }
-      },
-    );
+        const record = await reclaimLeftovers(uid, { sysv: false, posixMqueues: false, ramFiles: false });
+        expect(record.keys).toEqual({
+          cleared: ['user', 'user-session', 'persistent'],
+          failed: [],
+          left: 0,
+        });
+        expect(record.complete).toBe(true);
+        expect(reclaimRecordSchema.parse(record)).toEqual(record);
+        expect(perlAs(reader, read, [inUser])).toMatch(/^refused: /);
+        expect(perlAs(reader, read, [inPersistent])).toMatch(/^refused: /);
+      } finally {
+        await killUid(reader);
+        await reclaimLeftovers(reader, { sysv: false, posixMqueues: false, ramFiles: false });
+      }
+    });
 
-    it.skipIf(!onX64)(
-      "reports a key it cannot reach (linked from another uid's keyring) as UNRECLAIMABLE",
-      async () => {
-        const neighbour = testUid();
-        try {
-          // The neighbour's keyring lets anyone link into it; the student hides a key there.
-          const ring = perlAs(
-            neighbour,
-            String.raw`
+    it("reports a key it cannot reach (linked from another uid's keyring) as UNRECLAIMABLE", async () => {
+      const neighbour = testUid();
+      try {
+        // The neighbour's keyring lets anyone link into it; the student hides a key there.
+        const ring = perlAs(
+          neighbour,
+          String.raw`
               my ($t, $d) = ('keyring', 'karotte-open-ring');
-              my $r = syscall(248, $t, $d, 0, 0, -4);
+              my $r = syscall(${addKey}, $t, $d, 0, 0, -4);
               die "add_key: $!\n" if $r < 0;
-              syscall(250, 5, $r, 0x3f3f003f) == 0 or die "setperm: $!\n";
+              syscall(${keyctl}, 5, $r, 0x3f3f003f) == 0 or die "setperm: $!\n";
               print $r;`,
-            [],
-          );
-          perlAs(uid, plant, [ring, 'karotte-hidden', 'answer-44', '']);
-          const record = await reclaimLeftovers(uid, { sysv: false, posixMqueues: false, ramFiles: false });
-          expect(record.keys).toMatchObject({ left: 1 });
-          expect(record.complete).toBe(false);
-          expect(record.misbehavior).toEqual([
-            expect.objectContaining({
-              code: 'UNRECLAIMABLE',
-              message: expect.stringMatching(/1 kernel key\(s\) of uid/),
-            }),
-          ]);
-        } finally {
-          await killUid(neighbour);
-          await reclaimLeftovers(neighbour, { sysv: false, posixMqueues: false, ramFiles: false });
-          await reclaimLeftovers(uid, { sysv: false, posixMqueues: false, ramFiles: false });
-        }
-      },
-    );
+          [],
+        );
+        perlAs(uid, plant, [ring, 'karotte-hidden', 'answer-44', '']);
+        const record = await reclaimLeftovers(uid, { sysv: false, posixMqueues: false, ramFiles: false });
+        expect(record.keys).toMatchObject({ left: 1 });
+        expect(record.complete).toBe(false);
+        expect(record.misbehavior).toEqual([
+          expect.objectContaining({
+            code: 'UNRECLAIMABLE',
+            message: expect.stringMatching(/1 kernel key\(s\) of uid/),
+          }),
+        ]);
+      } finally {
+        await killUid(neighbour);
+        await reclaimLeftovers(neighbour, { sysv: false, posixMqueues: false, ramFiles: false });
+        await reclaimLeftovers(uid, { sysv: false, posixMqueues: false, ramFiles: false });
+      }
+    });
   });
 
   it('refuses uid 0, a system uid, and a caller without root', async () => {

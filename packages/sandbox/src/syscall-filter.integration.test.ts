@@ -7,6 +7,7 @@ import { MiB } from '@karotte/base';
 import { LOOSENABLE_SYSCALLS } from './confinement/syscall-filter.js';
 import { createSandbox, type Sandbox } from './index.js';
 
+import { keyringSyscalls } from '../../../test/support/index.js';
 import { SYSCALL_PROBE } from './check.js';
 
 const made: Sandbox[] = [];
@@ -92,44 +93,42 @@ describe('syscall filter', () => {
     expect(seen['socket_vsock']).toBe('97');
   });
 
-  it.skipIf(process.arch !== 'x64')(
-    'a key planted by one episode (keyring calls loosened) is gone after its teardown and unreadable by the next',
-    async () => {
-      const keyrings = {
-        limits: { diskBytes: 16 * MiB, memoryBytes: 256 * MiB },
-        syscallFilter: {
-          allow: [
-            { name: 'add_key' as const, reason: 'the task tests a keyring tool' },
-            { name: 'keyctl' as const, reason: 'the task tests a keyring tool' },
-          ],
-        },
-      };
-      // add_key 248 into the user keyring (-4), then KEYCTL_SETPERM others view+read; KEYCTL_READ 11.
-      const plant = String.raw`perl -e 'my ($t, $d, $v) = ("user", "karotte-answer", "answer-42"); my $k = syscall(248, $t, $d, $v, length($v), -4); die "add_key: $!\n" if $k < 0; syscall(250, 5, $k, 0x3f3f0003) == 0 or die "setperm: $!\n"; print $k'`;
-      const read = (serial: string): string =>
-        String.raw`perl -e 'my $b = "\0" x 64; my $n = syscall(250, 11, ` +
-        serial +
-        String.raw`, $b, 64); print $n >= 0 ? substr($b, 0, $n) : "refused: $!"'`;
+  it('a key planted by one episode (keyring calls loosened) is gone after its teardown and unreadable by the next', async () => {
+    const keyrings = {
+      limits: { diskBytes: 16 * MiB, memoryBytes: 256 * MiB },
+      syscallFilter: {
+        allow: [
+          { name: 'add_key' as const, reason: 'the task tests a keyring tool' },
+          { name: 'keyctl' as const, reason: 'the task tests a keyring tool' },
+        ],
+      },
+    };
+    // add_key into the user keyring (-4), then KEYCTL_SETPERM others view+read; KEYCTL_READ 11.
+    const { addKey, keyctl } = keyringSyscalls();
+    const plant = String.raw`perl -e 'my ($t, $d, $v) = ("user", "karotte-answer", "answer-42"); my $k = syscall(${addKey}, $t, $d, $v, length($v), -4); die "add_key: $!\n" if $k < 0; syscall(${keyctl}, 5, $k, 0x3f3f0003) == 0 or die "setperm: $!\n"; print $k'`;
+    const read = (serial: string): string =>
+      String.raw`perl -e 'my $b = "\0" x 64; my $n = syscall(${keyctl}, 11, ` +
+      serial +
+      String.raw`, $b, 64); print $n >= 0 ? substr($b, 0, $n) : "refused: $!"'`;
 
-      const first = await createSandbox(keyrings);
-      made.push(first);
-      const planted = await first.exec(plant, { timeoutMs: 20_000 });
-      expect(planted.stderr).toBe('');
-      const serial = planted.stdout.trim();
-      expect(serial).toMatch(/^\d+$/);
-      // While the first episode lives, a neighbour under another uid reads it by its serial:
-      // the channel the teardown must close.
-      const neighbour = await createSandbox(keyrings);
-      made.push(neighbour);
-      expect((await neighbour.exec(read(serial), { timeoutMs: 20_000 })).stdout).toBe('answer-42');
+    const first = await createSandbox(keyrings);
+    made.push(first);
+    const planted = await first.exec(plant, { timeoutMs: 20_000 });
+    expect(planted.stderr).toBe('');
+    const serial = planted.stdout.trim();
+    expect(serial).toMatch(/^\d+$/);
+    // While the first episode lives, a neighbour under another uid reads it by its serial:
+    // the channel the teardown must close.
+    const neighbour = await createSandbox(keyrings);
+    made.push(neighbour);
+    expect((await neighbour.exec(read(serial), { timeoutMs: 20_000 })).stdout).toBe('answer-42');
 
-      await first.destroy();
-      expect((await neighbour.exec(read(serial), { timeoutMs: 20_000 })).stdout).toMatch(/^refused: /);
-      const next = await createSandbox(keyrings);
-      made.push(next);
-      expect((await next.exec(read(serial), { timeoutMs: 20_000 })).stdout).toMatch(/^refused: /);
-    },
-  );
+    await first.destroy();
+    expect((await neighbour.exec(read(serial), { timeoutMs: 20_000 })).stdout).toMatch(/^refused: /);
+    const next = await createSandbox(keyrings);
+    made.push(next);
+    expect((await next.exec(read(serial), { timeoutMs: 20_000 })).stdout).toMatch(/^refused: /);
+  });
 
   it('refuses a name it does not filter, naming the field', async () => {
     expect(LOOSENABLE_SYSCALLS).toContain('keyctl');

@@ -23,7 +23,7 @@ import {
   sandboxIdOfUid,
   startTestServer,
   type TestServer,
-} from './protocols.test-support.js';
+} from '../test/protocols.js';
 
 const isRoot = process.getuid?.() === 0;
 const inCI = process.env['CI'] === 'true';

@@ -1,5 +1,5 @@
 // The OpenEnv WebSocket endpoint (contract section 15) driven by a client written from
-// OpenEnv's own client code (protocols.test-support.ts), against a real server: real sandboxes
+// OpenEnv's own client code (test/protocols.ts), against a real server: real sandboxes
 // as the student, real graders, real sockets. Needs root.
 import http from 'node:http';
 import path from 'node:path';
@@ -16,7 +16,7 @@ import {
   startTestServer,
   type Frame,
   type TestServer,
-} from './protocols.test-support.js';
+} from '../test/protocols.js';
 
 const isRoot = process.getuid?.() === 0;
 const inCI = process.env['CI'] === 'true';

@@ -5,24 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { createEnvironmentServer, type EnvironmentServer } from './server.js';
-
-/** Live (non-zombie) pids whose real uid is `uid`, from a /proc walk. */
-function pidsOfUid(uid: number): number[] {
-  const out: number[] = [];
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const status = fs.readFileSync(`/proc/${name}/status`, 'utf8');
-      const real = /^Uid:\s+(\d+)/m.exec(status)?.[1];
-      const state = /^State:\s+(\S)/m.exec(status)?.[1];
-      if (real === String(uid) && state !== 'Z') out.push(Number(name));
-    } catch {
-      // vanished
-    }
-  }
-  return out;
-}
+import { pidsOfUid } from '../../../test/support/index.js';
+import { createEnvironmentServer, type EnvironmentServer } from '../src/server.js';
 
 export const examples = path.resolve(import.meta.dirname, '../../../apps/karotte/examples');
 

@@ -7,9 +7,7 @@ import { UsageError } from './args.js';
 
 function usage(): string {
   const width = Math.max(...Object.keys(commands).map((name) => name.length));
-  const lines = Object.entries(commands).map(
-    ([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`,
-  );
+  const lines = Object.entries(commands).map(([name, entry]) => `  ${name.padEnd(width)}  ${entry.summary}`);
   return [
     'Usage: karotte <command> [options]',
     '',

@@ -234,7 +234,6 @@ describe('createProgressPrinter for a model', () => {
 });
 
 /** C0 and C1 controls, DEL, bidi embeddings, overrides and isolates: none may reach a terminal. */
-// eslint-disable-next-line no-control-regex -- the point is to find control characters
 const TERMINAL_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;
 
 describe('progressWanted', () => {

@@ -56,7 +56,6 @@ export function renderCheck(report: HostCheck, width: number, verbose: boolean):
 }
 
 export const checkCommand: Command = {
-  summary: 'show each defense this host can give and how it is enforced',
   help: [
     'Usage: karotte check [--json] [--verbose]',
     '',

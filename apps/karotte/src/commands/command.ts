@@ -18,8 +18,6 @@ export interface CommandContext {
 }
 
 export interface Command {
-  /** One line for `karotte --help`. */
-  readonly summary: string;
   /** The command's own help text for `karotte <command> --help`. */
   readonly help: string;
   /** Run with the arguments after the command name; returns the exit code. */

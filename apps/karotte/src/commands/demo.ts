@@ -10,7 +10,6 @@ import { displaySafe, formatDuration } from '../format.js';
 import { runRedteam, type RedteamRow } from '../redteam/run.js';
 
 export const demoCommand: Command = {
-  summary: "run the example tasks' honest controls (score 1) and a handful of attacks (score 0)",
   help: [
     'Usage: karotte demo [--json]',
     '',

@@ -78,7 +78,6 @@ interface EvalReport {
 }
 
 export const evalCommand: Command = {
-  summary: 'run K episodes of every task in a directory (resumable) and summarize the scores',
   help: [
     'Usage: karotte eval --tasks <dir> --agent openai --model <name> --base-url <url>',
     '                    [--api-key-env <VAR> | --api-key-file <file>] [--agent-config <file.json>]',

@@ -40,7 +40,6 @@ function parse(argv: readonly string[], options: Record<string, { type: 'string'
 const cacheOf = (flag: unknown): string | undefined => (typeof flag === 'string' ? flag : imageCacheDir());
 
 export const imageCommand: Command = {
-  summary: "import, list and prune task images (a task's own root file system), or build a Debian one",
   help: HELP,
   async run(argv, { io }) {
     const [sub, ...rest] = argv;

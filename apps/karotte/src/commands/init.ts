@@ -89,7 +89,6 @@ export function scaffold(dir: string, grader: 'js' | 'python'): Record<string, s
 }
 
 export const initCommand: Command = {
-  summary: 'create a task directory that validates, whose control passes and that redteam holds',
   help: HELP,
   async run(argv, { io }) {
     let parsed;

@@ -58,7 +58,6 @@ export function renderRedteamTable(rows: readonly RedteamRow[], width: number): 
 }
 
 export const redteamCommand: Command = {
-  summary: 'run the built-in attack catalog (and the task control), or an attacker model, against a task',
   help: [
     'Usage: karotte redteam --task <task-dir> [--json] [--only <id,id,...>] [--concurrency <n>] [--out <dir>]',
     '       karotte redteam --task <task-dir> --attacker openai --model <name> --base-url <url>',

@@ -13,7 +13,6 @@ function progressLine(p: RunProgress): string {
 }
 
 export const resultsCommand: Command = {
-  summary: 'print the results of a run that karotte submit queued (--wait: until all are in)',
   help: [
     'Usage: karotte results --redis <url> --run <run-id> [--wait [--timeout-ms <n>]] [--json]',
     '                       [--redis-password-file <file>] [--queue <name>] [--prefix <prefix>]',

@@ -20,7 +20,6 @@ import {
 } from '../agent-flags.js';
 
 export const runCommand: Command = {
-  summary: 'run one episode of a task with the replay agent or a model, then collect and grade it',
   help: [
     'Usage: karotte run --task <task-dir> --agent replay --replay <replay.json> --out <out-dir>',
     '       karotte run --task <task-dir> --agent openai --model <name> --base-url <url>',

@@ -14,8 +14,6 @@ import { listenForTermination } from '../signals.js';
 const MAX_TOKEN_FILE_BYTES = 4096;
 
 export const serveCommand: Command = {
-  summary:
-    'serve episodes of a directory of tasks over HTTP to RL trainers (bearer token, loopback or a unix socket)',
   help: [
     'Usage: karotte serve --tasks <dir> [--listen 127.0.0.1:<port> | --socket <path>] --token-file <file>',
     '                     [--max-episodes <n>] [--idle-timeout-ms <n>]',

@@ -35,7 +35,6 @@ async function resolveTask(
 }
 
 export const submitCommand: Command = {
-  summary: 'put episodes of a task on the Redis queue for karotte worker, printing their ids',
   help: [
     'Usage: karotte submit --redis <url> --run <run-id> --task <task-id|task-dir> --agent replay',
     '                      --replay <file> [--n <k>] [--first <i>] [--tasks <dir>] [--max-turns <n>]',

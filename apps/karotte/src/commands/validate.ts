@@ -53,7 +53,6 @@ export function adviceFor(field: string | undefined, message: string): string | 
 }
 
 export const validateCommand: Command = {
-  summary: 'check a task directory against the task.json contract, without running anything',
   help: [
     'Usage: karotte validate --task <task-dir> [--json]',
     '',

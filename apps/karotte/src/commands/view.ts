@@ -10,7 +10,6 @@ import { ATTACKS } from '../redteam/catalog.js';
 import { listenForTermination } from '../signals.js';
 
 export const viewCommand: Command = {
-  summary: 'show runs, transcripts and evidence in a web page on loopback, or export it as one HTML file',
   help: [
     'Usage: karotte view <dir>... [--listen 127.0.0.1:<port>]',
     '       karotte view <dir>... --export <file.html>',

@@ -184,7 +184,6 @@ export const WORKER_FLAGS = {
 } as const;
 
 export const workerCommand: Command = {
-  summary: 'take episodes from a Redis queue (BullMQ) and run them here, until SIGTERM',
   help: [
     'Usage: karotte worker --redis <url> --tasks <dir> [--concurrency <n|auto>]',
     '                      [--redis-password-file <file>] [--queue <name>] [--prefix <prefix>]',

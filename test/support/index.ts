@@ -34,6 +34,24 @@ export function pidsOfUid(uid: number): number[] {
 }
 
 /**
+ * {@link pidsOfUid} without the processes that have SIGKILL pending (`SigPnd` or `ShdPnd` bit
+ * 8): those never run again, though the kernel may still be tearing them down.
+ */
+export function runnablePidsOfUid(uid: number): number[] {
+  return pidsOfUid(uid).filter((pid) => {
+    try {
+      const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+      const masks = [...status.matchAll(/^(?:SigPnd|ShdPnd):\s+([0-9a-f]+)$/gm)].map((m) =>
+        BigInt(`0x${m[1]}`),
+      );
+      return !masks.some((mask) => (mask & (1n << 8n)) !== 0n);
+    } catch {
+      return false; // exited
+    }
+  });
+}
+
+/**
  * Test cleanup of last resort: SIGKILL every process of `uid` (by pid, never by name) until
  * none is left, bounded by `timeoutMs`. Throws when some survive, so a leak fails the test.
  */

@@ -7,7 +7,7 @@ import { ProcReaperError } from './errors.js';
 import type { HelperOutcome } from './in-cohort.js';
 import type { UidProcess, UidWalk } from '@karotte/base';
 import type { OwnedScan } from './procfs.js';
-import { reap, runReap } from './reap.js';
+import { isGvisorVersion, reap, runReap } from './reap.js';
 import type { InitView, ReapEngine } from './reap.js';
 import { confirmedReapRecordSchema, reapRecordSchema } from './record.js';
 
@@ -25,7 +25,7 @@ interface Script {
 }
 
 function live(...pids: number[]): UidProcess[] {
-  return pids.map((pid) => ({ pid, name: `p${pid}`, state: 'S', nested: false }));
+  return pids.map((pid) => ({ pid, name: `p${pid}`, state: 'S', nested: false, dying: false }));
 }
 
 const CLEAN: UidWalk = { alive: [], complete: true, vanished: 0 };
@@ -169,8 +169,8 @@ describe('runReap', () => {
   it('kills the group first, then the namespace init, then walks, runs the helper and sweeps', async () => {
     const { engine, log } = fakeEngine({
       init: [
-        { startTicks: 9, isForeignInit: true, dead: false },
-        { startTicks: 9, isForeignInit: true, dead: true },
+        { startTicks: 9, isForeignInit: true, dead: false, dying: false },
+        { startTicks: 9, isForeignInit: true, dead: true, dying: false },
       ],
     });
     const group = fakeGroup(log);
@@ -237,7 +237,11 @@ describe('runReap', () => {
   it('counts a nested-namespace process that only the sweep found as a pidns kill', async () => {
     const { engine } = fakeEngine({
       walks: [
-        { alive: [{ pid: 80, name: 'init', state: 'S', nested: true }], complete: true, vanished: 0 },
+        {
+          alive: [{ pid: 80, name: 'init', state: 'S', nested: true, dying: false }],
+          complete: true,
+          vanished: 0,
+        },
         CLEAN,
       ],
     });
@@ -249,9 +253,75 @@ describe('runReap', () => {
     expect(record).toMatchObject({ confirmedEmpty: true, passes: 2, killed: { pidns: 1, sweep: 0 } });
   });
 
+  it('confirms while killed processes are still exiting, without killing or counting them again, and says how many', async () => {
+    const dying: UidProcess[] = [90, 91].map((pid) => ({
+      pid,
+      name: `p${pid}`,
+      state: 'R',
+      nested: false,
+      dying: true,
+    }));
+    const { engine, killedPids } = fakeEngine({
+      scans: [{ owned: [90, 91], foreign: [] }],
+      walks: [{ alive: dying, complete: true, vanished: 0 }],
+    });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 1, dying: 2 });
+    expect(record.killed).toEqual({ cgroup: 0, pidns: 0, inCohort: 2, sweep: 0 });
+    expect(killedPids).toEqual([]);
+    expect(confirmedReapRecordSchema.parse(JSON.parse(JSON.stringify(record)))).toEqual(record);
+  });
+
+  it('a process that can still run keeps the proof back even beside dying ones', async () => {
+    const { engine, killedPids } = fakeEngine({
+      walks: [
+        {
+          alive: [
+            { pid: 90, name: 'p90', state: 'R', nested: false, dying: true },
+            { pid: 91, name: 'p91', state: 'S', nested: false, dying: false },
+          ],
+          complete: true,
+          vanished: 0,
+        },
+        CLEAN,
+      ],
+    });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(killedPids).toEqual([91]);
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 2, dying: 0, killed: { sweep: 1 } });
+  });
+
+  it('a dying namespace init is gone when a uid is swept, and must die outright when none is', async () => {
+    const dyingInit: InitView = { startTicks: 1, isForeignInit: true, dead: false, dying: true };
+    const withUid = fakeEngine({ init: [dyingInit] });
+    const swept = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: 300 },
+      OPTIONS,
+      withUid.engine,
+    );
+    expect(swept).toMatchObject({ confirmedEmpty: true, passes: 1 });
+    expect(withUid.killedPids).toEqual([]);
+    const alone = fakeEngine({ init: [dyingInit] });
+    const record = await runReap(
+      { uid: undefined, group: undefined, pidNamespaceInitPid: 300 },
+      OPTIONS,
+      alone.engine,
+    );
+    expect(record.confirmedEmpty).toBe(false);
+    expect(record.misbehavior[0]!.message).toMatch(/PID-namespace init 300 was still alive/);
+  });
+
   it('does not kill a pid that is not the init of a foreign PID namespace', async () => {
     const { engine, killedPids } = fakeEngine({
-      init: [{ startTicks: 1, isForeignInit: false, dead: false }],
+      init: [{ startTicks: 1, isForeignInit: false, dead: false, dying: false }],
     });
     const record = await runReap(
       { uid: undefined, group: undefined, pidNamespaceInitPid: 300 },
@@ -266,9 +336,9 @@ describe('runReap', () => {
   it('treats a reused init pid (other start time) as the namespace being gone', async () => {
     const { engine, killedPids } = fakeEngine({
       init: [
-        { startTicks: 1, isForeignInit: true, dead: false },
-        { startTicks: 1, isForeignInit: true, dead: false },
-        { startTicks: 2, isForeignInit: true, dead: false },
+        { startTicks: 1, isForeignInit: true, dead: false, dying: false },
+        { startTicks: 1, isForeignInit: true, dead: false, dying: false },
+        { startTicks: 2, isForeignInit: true, dead: false, dying: false },
       ],
     });
     const record = await runReap(
@@ -281,7 +351,9 @@ describe('runReap', () => {
   });
 
   it('reports an init that never dies as unreapable', async () => {
-    const { engine } = fakeEngine({ init: [{ startTicks: 1, isForeignInit: true, dead: false }] });
+    const { engine } = fakeEngine({
+      init: [{ startTicks: 1, isForeignInit: true, dead: false, dying: false }],
+    });
     const record = await runReap(
       { uid: undefined, group: undefined, pidNamespaceInitPid: 300 },
       OPTIONS,
@@ -294,7 +366,11 @@ describe('runReap', () => {
   it('lists survivors (escaped) at the deadline', async () => {
     const { engine } = fakeEngine({
       walks: [
-        { alive: [{ pid: 99, name: 'evil\nname', state: 'D', nested: false }], complete: true, vanished: 0 },
+        {
+          alive: [{ pid: 99, name: 'evil\nname', state: 'D', nested: false, dying: false }],
+          complete: true,
+          vanished: 0,
+        },
       ],
     });
     const record = await runReap(
@@ -375,5 +451,20 @@ describe('reap() argument checks (before any privilege check)', () => {
     });
     await expect(reap({ uid: 5000 }, { deadlineMs: -1 })).rejects.toMatchObject({ field: 'deadlineMs' });
     await expect(reap({ uid: 5000 }, { timeout: 5 } as never)).rejects.toMatchObject({ field: 'timeout' });
+  });
+});
+
+describe('isGvisorVersion', () => {
+  it("tells gVisor's fixed /proc/version from a real kernel's", () => {
+    expect(
+      isGvisorVersion('Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016 x86_64 GNU/Linux\n'),
+    ).toBe(true);
+    expect(isGvisorVersion('Linux version 4.4 #1 SMP Sun Jan 10 15:06:54 PST 2016\n')).toBe(true);
+    expect(
+      isGvisorVersion(
+        'Linux version 6.18.0 (root@build) (gcc (Debian 12.2.0-14) 12.2.0) #1 SMP PREEMPT_DYNAMIC\n',
+      ),
+    ).toBe(false);
+    expect(isGvisorVersion('')).toBe(false);
   });
 });

@@ -24,7 +24,10 @@ export const confirmedReapRecordSchema = z
         pidNamespaceInitPid: z.number().int().positive().nullable(),
       })
       .strict(),
-    /** True only when a pass proved that nothing of the target is alive. */
+    /**
+     * True only when a pass proved that nothing of the target can run again: every process of
+     * it has exited or has SIGKILL pending (`dying`).
+     */
     confirmedEmpty: z.boolean(),
     /**
      * Processes killed by each mechanism. `cgroup` is what the group kill reported (signalled
@@ -34,6 +37,12 @@ export const confirmedReapRecordSchema = z
      * namespaces; `sweep` counts processes the root sweep still had to kill.
      */
     killed: z.object({ cgroup: count, pidns: count, inCohort: count, sweep: count }).strict(),
+    /**
+     * Processes of the target still being torn down by the kernel when emptiness was
+     * confirmed: SIGKILL taken or pending, so none runs user code again (a process freeing a
+     * large memory can take a second to exit). 0 in records written before the field.
+     */
+    dying: count.default(0),
     /** Reap passes run (a pass: group kill, namespace kill, in-cohort kill, sweep). */
     passes: count,
     /** Runs of the in-cohort helper and how each ended. */

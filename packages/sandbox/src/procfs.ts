@@ -3,6 +3,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import {
   isDeadState,
+  isKillPending,
   isSameProcessAlive,
   processesOfUid,
   readProcessStat,
@@ -25,8 +26,6 @@ export function processStatsOfUid(uid: number): ProcessStat[] {
 
 /** PF_EXITING: the task is in do_exit (a SIGKILLed namespace init stays there until its namespace is empty). */
 const PF_EXITING = 0x4;
-/** SIGKILL's bit in the pending-signal masks of /proc/<pid>/status. */
-const SIGKILL_BIT = 1n << 8n;
 
 /**
  * True when the process `identity` names lives and is not on its way out: not a zombie, not
@@ -38,7 +37,7 @@ export function isSameProcessLiving(identity: ProcessIdentity): boolean {
   const stat = readProcessStat(identity.pid);
   if (stat === undefined || (stat.flags & PF_EXITING) !== 0) return false;
   const status = readProcessStatus(identity.pid);
-  return status !== undefined && (status.pendingSignals & SIGKILL_BIT) === 0n;
+  return status !== undefined && !isKillPending(status);
 }
 
 /** Children of `pid` (all threads), from `/proc/<pid>/task/<tid>/children`. */

@@ -561,6 +561,19 @@ class SandboxImpl implements Sandbox {
     }
   }
 
+  /** Wait (bounded) until no process of the uid is left, zombies aside, and the init has exited. */
+  private async waitForExits(timeoutMs: number): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    const init = this.world?.initIdentity;
+    while (
+      processesOfUid(this.uid).alive.length > 0 ||
+      (init !== undefined && isSameProcessAlive(init))
+    ) {
+      if (performance.now() > deadline) return; // the checks after this report what is left
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  }
+
   limitEvents(): Promise<LimitEvent[]> {
     if (!this.limitsMade) return Promise.resolve([]);
     return this.limits.events();
@@ -739,6 +752,9 @@ class SandboxImpl implements Sandbox {
       state.reap = await this.reap();
       if (!state.reap.confirmedEmpty)
         leftovers.push(`student processes of uid ${this.uid} survived the reap`);
+      // Confirmed means none can run again; what the kernel is still tearing down (SIGKILL
+      // pending) goes before the uid, its group and its IPC objects are let go.
+      else await this.waitForExits(this.options.reapDeadlineMs);
     } catch (error) {
       leftovers.push(`reaping failed: ${errorText(error)}`);
       await this.world?.stop();

@@ -1,6 +1,7 @@
 // A teardown that meets a passing fault tries again before it gives up: here a student process
-// frozen in a cgroup freezer outside the sandbox's group (the first reap cannot confirm it
-// gone: a SIGKILL stays pending on a frozen task), thawed a moment later. The sandbox must end
+// frozen in a cgroup freezer outside the sandbox's group (a SIGKILL stays pending on a frozen
+// task: the reap confirms it can never run, but the first pass cannot see it exit), thawed a
+// moment later. The sandbox must end
 // clean, lease released, once the fault has passed — not keep the uid leased for good.
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,7 +21,7 @@ describe('teardown', () => {
   it('tries again after a passing fault, then releases everything', async () => {
     const box = await createSandbox({
       limits: { diskBytes: 16 * MiB, memoryBytes: 128 * MiB },
-      // The first pass gives up on the frozen process after a second.
+      // The first pass gives up waiting for the frozen process's exit after a second.
       reapDeadlineMs: 1000,
     });
     made.push(box);

@@ -10,6 +10,7 @@ import {
   bootId,
   identityOf,
   isDeadState,
+  isProcessRunnable,
   isProcessLive,
   isSameProcessAlive,
   killPid,
@@ -143,7 +144,49 @@ describe('processesOfUid', () => {
     );
     const walk = processesOfUid(1001, root);
     expect(walk.complete).toBe(true);
-    expect(walk.alive).toEqual([{ pid: 21, name: 'leader-gone', state: 'Z', nested: true }]);
+    expect(walk.alive).toEqual([{ pid: 21, name: 'leader-gone', state: 'Z', nested: true, dying: false }]);
+  });
+
+  it('marks a process with SIGKILL pending (thread or group mask) as dying; isProcessRunnable says it cannot run', () => {
+    const root = fakeProc();
+    addProcess(
+      root,
+      30,
+      status(
+        'exiting',
+        'R',
+        [1001, 1001, 1001, 1001],
+        'SigPnd:\t0000000000000000\nShdPnd:\t0000000000000100',
+      ),
+    );
+    addProcess(
+      root,
+      31,
+      status(
+        'pending',
+        'D',
+        [1001, 1001, 1001, 1001],
+        'SigPnd:\t0000000000000100\nShdPnd:\t0000000000000000',
+      ),
+    );
+    addProcess(
+      root,
+      32,
+      status(
+        'other-signal',
+        'S',
+        [1001, 1001, 1001, 1001],
+        'SigPnd:\t0000000000000001\nShdPnd:\t0000000000004000',
+      ),
+    );
+    const walk = processesOfUid(1001, root);
+    expect(walk.alive.map((p) => [p.pid, p.dying]).sort()).toEqual([
+      [30, true],
+      [31, true],
+      [32, false],
+    ]);
+    expect([30, 31, 32].map((pid) => isProcessRunnable(pid, root))).toEqual([false, false, true]);
+    expect(isProcessRunnable(33, root)).toBe(false);
   });
 
   it('counts an entry that vanished (the process exited) as not alive, and stays complete', () => {

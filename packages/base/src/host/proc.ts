@@ -125,6 +125,20 @@ export function parseProcessStatus(text: string): ProcessStatus | undefined {
   return { name, state, uids, threads, nsPids, pendingSignals };
 }
 
+/** SIGKILL's bit in the pending-signal masks of /proc/<pid>/status. */
+const SIGKILL_BIT = 1n << 8n;
+
+/**
+ * True when SIGKILL is pending for the process (its thread or its whole thread group). Such a
+ * process never runs user code again: SIGKILL cannot be blocked, caught or ignored, wakes a
+ * stopped or traced task, and a fork it is in fails. The group-wide bit (`ShdPnd`) stays set
+ * through the whole exit, until the process is reaped, so it also marks one that has taken
+ * the signal and is still freeing its memory (which can take a second for a large one).
+ */
+export function isKillPending(status: ProcessStatus): boolean {
+  return (status.pendingSignals & SIGKILL_BIT) !== 0n;
+}
+
 /** True for the states of a process that can no longer run: zombie (`Z`) and dead (`X`, `x`). */
 export function isDeadState(state: string): boolean {
   return state === 'Z' || state === 'X' || state === 'x';
@@ -238,6 +252,19 @@ export function isProcessLive(pid: number, procRoot = '/proc'): boolean {
   return !isDeadState(status.state) || hasLiveThreads(procRoot, pid);
 }
 
+/**
+ * True while `pid` can still run user code: it lives ({@link isProcessLive}) and has no
+ * SIGKILL pending ({@link isKillPending}).
+ */
+export function isProcessRunnable(pid: number, procRoot = '/proc'): boolean {
+  const text = readProcFile(`${procRoot}/${pid}/status`);
+  if (text === undefined) return false;
+  const status = parseProcessStatus(text);
+  if (status === undefined) return true;
+  if (isKillPending(status)) return false;
+  return !isDeadState(status.state) || hasLiveThreads(procRoot, pid);
+}
+
 /** A live process seen by {@link processesOfUid}. */
 export interface UidProcess {
   readonly pid: number;
@@ -246,6 +273,11 @@ export interface UidProcess {
   readonly state: string;
   /** In a PID namespace nested below the reader's (`NSpid:` lists more than one pid). */
   readonly nested: boolean;
+  /**
+   * SIGKILL is pending ({@link isKillPending}): the process is on its way out and never runs
+   * user code again, though the kernel may still be tearing it down.
+   */
+  readonly dying: boolean;
 }
 
 /** One walk of /proc by {@link processesOfUid}. */
@@ -342,7 +374,13 @@ export function processesOfUid(uid: number, procRoot = '/proc'): UidWalk {
         continue;
       }
     }
-    alive.push({ pid, name: status.name, state: status.state, nested: status.nsPids.length > 1 });
+    alive.push({
+      pid,
+      name: status.name,
+      state: status.state,
+      nested: status.nsPids.length > 1,
+      dying: isKillPending(status),
+    });
   }
   return problem === undefined
     ? { alive, complete: true, vanished }

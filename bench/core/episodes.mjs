@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import {
   createReplayAgent,
   createSandboxWorld,
+  createSandboxWorldPool,
   loadTask,
   runEpisode,
 } from '../../packages/core/dist/index.js';
@@ -26,12 +27,12 @@ const commands = control.flatMap((m) =>
 );
 const perLevel = Number(process.argv[process.argv.indexOf('--episodes') + 1]) || 16;
 
-async function karotteEpisode(task) {
+async function karotteEpisode(task, createWorld = createSandboxWorld) {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-bench-core-'));
   try {
     const result = await runEpisode(task, createReplayAgent(control), {
       outDir: out,
-      createWorld: createSandboxWorld,
+      createWorld,
     });
     if (result.status !== 'passed')
       throw new Error(`control did not pass: ${JSON.stringify(result.error ?? result.misbehavior)}`);
@@ -102,19 +103,31 @@ await karotteEpisode(task); // warm-up
 await naiveEpisode();
 console.log(`node ${process.version}, ${os.cpus().length} cores, ${perLevel} episodes per level`);
 console.log(
-  'concurrency | karotte episodes/min | naive episodes/min | naive / karotte | karotte median ms | naive median ms',
+  'concurrency | karotte episodes/min | karotte, warm pool | naive episodes/min | naive / karotte | naive / pooled | karotte median ms | pooled median ms | naive median ms',
 );
 for (const concurrency of [1, 4, 16]) {
   const karotte = await throughput(concurrency, () => karotteEpisode(task));
+  // One pool per level, as large as the level's concurrency: made (and its first sandboxes
+  // filled) before the clock starts, drained after it stops.
+  const pool = createSandboxWorldPool({ size: concurrency });
+  await karotteEpisode(task, pool.createWorld);
+  while (pool.stats().idle < concurrency) await new Promise((resolve) => setTimeout(resolve, 20));
+  const pooled = await throughput(concurrency, () => karotteEpisode(task, pool.createWorld));
+  const stats = pool.stats();
+  await pool.close();
   const naive = await throughput(concurrency, naiveEpisode);
   console.log(
     [
       String(concurrency).padStart(11),
       karotte.perMinute.toFixed(1).padStart(20),
+      pooled.perMinute.toFixed(1).padStart(18),
       naive.perMinute.toFixed(1).padStart(18),
       `${(naive.perMinute / karotte.perMinute).toFixed(1)}x`.padStart(15),
+      `${(naive.perMinute / pooled.perMinute).toFixed(1)}x`.padStart(14),
       karotte.medianMs.toFixed(0).padStart(17),
+      pooled.medianMs.toFixed(0).padStart(16),
       naive.medianMs.toFixed(0).padStart(15),
+      `(pool: ${stats.warm} warm, ${stats.cold} cold, ${stats.discarded} discarded)`,
     ].join(' | '),
   );
 }

@@ -1,4 +1,5 @@
-// Custody vs `cp -a` on the same data: (a) one 256 MiB file, (b) 10,000 small text files,
+// Custody vs `cp -a` and vs coreutils `sha256sum` (the hashing floor: every byte read and
+// hashed, nothing written) on the same data: (a) one 256 MiB file, (b) 10,000 small text files,
 // (b') 10,000 small binary files (magic-number typing runs on each), (c) a 1 GiB tree. Custody runs with every check on (O_NOFOLLOW walk, fstat, realpath,
 // budgets, SHA-256, text check, magic-number typing, sparse detection).
 //
@@ -60,6 +61,29 @@ async function custodyRun(source, options) {
   const ms = performance.now() - started;
   if (!result.ok) throw new Error(`custody refused: ${JSON.stringify(result.misbehavior)}`);
   fs.rmSync(result.destination, { recursive: true, force: true });
+  return ms;
+}
+
+const SHA256SUM = ['/usr/bin/sha256sum', '/bin/sha256sum'].find((candidate) => fs.existsSync(candidate));
+
+/** Every regular file under `source` (listed before the clock starts). */
+function filesOf(source) {
+  const out = [];
+  const walk = (p) => {
+    const stats = fs.lstatSync(p);
+    if (stats.isDirectory()) for (const name of fs.readdirSync(p).sort()) walk(path.join(p, name));
+    else if (stats.isFile()) out.push(p);
+  };
+  walk(path.join(root, source));
+  return out;
+}
+
+/** The hashing floor the issue names: coreutils `sha256sum` of the same bytes, one process. */
+function sha256sumRun(files) {
+  const started = performance.now();
+  const result = spawnSync(SHA256SUM, ['--', ...files], { maxBuffer: 64 * MiB });
+  const ms = performance.now() - started;
+  if (result.status !== 0) throw new Error(`sha256sum failed: ${result.stderr}`);
   return ms;
 }
 
@@ -145,14 +169,19 @@ try {
     // Warm the page cache for both sides, then alternate to share any drift fairly.
     cpRun(c.source);
     await custodyRun(c.source, c.options);
+    const files = filesOf(c.source);
+    sha256sumRun(files);
     const cp = [];
     const custody = [];
+    const sums = [];
     for (let run = 0; run < RUNS; run += 1) {
       if (run % 2 === 0) {
         cp.push(cpRun(c.source));
+        sums.push(sha256sumRun(files));
         custody.push(await custodyRun(c.source, c.options));
       } else {
         custody.push(await custodyRun(c.source, c.options));
+        sums.push(sha256sumRun(files));
         cp.push(cpRun(c.source));
       }
     }
@@ -162,6 +191,8 @@ try {
       'cp -a (ms)': Math.round(median(cp)),
       'takeCustody (ms)': Math.round(median(custody)),
       'ratio custody / cp -a': Number((median(custody) / median(cp)).toFixed(2)),
+      'sha256sum (ms)': Math.round(median(sums)),
+      'ratio custody / sha256sum': Number((median(custody) / median(sums)).toFixed(2)),
       'read+sha256 only (ms)': Math.round(hash),
     };
     rows.push(row);

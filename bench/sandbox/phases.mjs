@@ -1,4 +1,5 @@
-// Where one sandbox's time goes (create, network check, first command, teardown), with a plain
+// Where one sandbox's time goes (create, network check, first command, teardown), cold and from
+// the warm pool (createSandboxPool), with a plain
 // `bash -c` spawn as the named baseline. Give a second build in KAROTTE_BENCH_DIST_B to compare
 // two versions round by round (interleaved, so both see the same machine load).
 // Run as root after `pnpm --filter @karotte/sandbox build`:  node bench/sandbox/phases.mjs
@@ -55,6 +56,29 @@ for (let round = 0; round < runs; round += 1) {
   baseline.push(performance.now() - t);
   loads.push(os.loadavg()[0]);
 }
+// The warm pool (this build): acquire (a pooled sandbox, re-checked), first command,
+// teardown. The pool refills between rounds, off the clock: the round waits for it.
+const pool = modules[0].createSandboxPool({ limits: LIMITS }, { size: 1 });
+const pooled = { acquire: [], exec: [], teardown: [], total: [] };
+try {
+  for (let round = 0; round < runs; round += 1) {
+    while (pool.stats().idle < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    const t0 = performance.now();
+    const box = await pool.acquire();
+    const t1 = performance.now();
+    await box.exec('echo hi');
+    const t2 = performance.now();
+    await box.destroy();
+    const t3 = performance.now();
+    pooled.acquire.push(t1 - t0);
+    pooled.exec.push(t2 - t1);
+    pooled.teardown.push(t3 - t2);
+    pooled.total.push(t3 - t0);
+  }
+} finally {
+  await pool.close();
+}
+const stats = pool.stats();
 const base = median(baseline);
 for (const [index, [name, url]] of builds.entries()) {
   const phase = phases[index];
@@ -62,6 +86,9 @@ for (const [index, [name, url]] of builds.entries()) {
     `${name} (${url}): create + command + teardown ${median(phase.total).toFixed(0)} ms = create ${median(phase.create).toFixed(0)} (network check ${median(phase.check).toFixed(0)}) + first command ${median(phase.exec).toFixed(1)} + teardown ${median(phase.teardown).toFixed(0)}; plain bash -c ${base.toFixed(2)} ms; ratio ${(median(phase.total) / base).toFixed(0)}x`,
   );
 }
+console.log(
+  `warm pool (this build): acquire + command + teardown ${median(pooled.total).toFixed(1)} ms = acquire ${median(pooled.acquire).toFixed(1)} + first command ${median(pooled.exec).toFixed(1)} + teardown ${median(pooled.teardown).toFixed(1)}; ratio ${(median(pooled.total) / base).toFixed(0)}x (${stats.warm} warm, ${stats.cold} cold, ${stats.discarded} discarded)`,
+);
 console.log(
   `${runs} rounds, load average ${Math.min(...loads).toFixed(1)}..${Math.max(...loads).toFixed(1)} on ${os.cpus().length} cpus`,
 );

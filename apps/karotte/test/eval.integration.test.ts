@@ -423,4 +423,36 @@ describe('karotte eval (contract section 16)', () => {
       overall: { passed: 4 },
     });
   }, 600_000);
+
+  it('--warm-pool: the episodes after the first start on pooled sandboxes, each fresh; the pool is drained at the end', async () => {
+    const out = path.join(tmp('warm'), 'out');
+    const replay = path.join(examples, 'quarterly-revenue', 'control.json');
+    const run = await runCli([
+      'eval',
+      '--tasks',
+      path.join(examples, 'quarterly-revenue'),
+      '--agent',
+      'replay',
+      '--replay',
+      replay,
+      '--n',
+      '3',
+      '--warm-pool',
+      '1',
+      '--out',
+      out,
+      '--json',
+    ]);
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ ran: 3, missing: 0, overall: { passed: 3 } });
+    const uids = ['000', '001', '002'].map(
+      (n) => (readRun(path.join(out, 'quarterly-revenue', n)).result['sandbox'] as { uid: number }).uid,
+    );
+    expect(new Set(uids).size).toBe(3);
+    // Drained: no sandbox of the finished eval is left leased (its pooled spare included).
+    expect(
+      listLeases(DEFAULT_SANDBOX_STATE_DIR).filter((lease) => lease.record?.ownerPid === run.pid),
+    ).toEqual([]);
+    for (const uid of uids) expect(pidsOfUid(uid)).toEqual([]);
+  }, 300_000);
 });

@@ -71,8 +71,8 @@ export type {
   ToolContentPart,
 } from './tools/profile.js';
 export type { StudentWorld, ShellOutcome } from './world.js';
-export { createSandboxWorld } from './sandbox-world.js';
-export type { SandboxWorldOptions } from './sandbox-world.js';
+export { createSandboxWorld, createSandboxWorldPool } from './sandbox-world.js';
+export type { SandboxWorldOptions, SandboxWorldPool, SandboxWorldPoolOptions } from './sandbox-world.js';
 export { checkHost } from './check.js';
 export type { HostCheck, DefenseReport } from '@karotte/sandbox';
 export { checkGraderInterpreter } from '@karotte/grader';

@@ -7,7 +7,15 @@ import {
   studentFromSandbox,
   studentLimitOutcome,
 } from '@karotte/grader';
-import { SandboxError, createSandbox, type Sandbox } from '@karotte/sandbox';
+import {
+  SandboxError,
+  createSandbox,
+  createSandboxPool,
+  type Sandbox,
+  type SandboxOptions,
+  type SandboxPool,
+  type SandboxPoolStats,
+} from '@karotte/sandbox';
 import { CoreError } from './errors.js';
 import type { WorldSpec } from './episode.js';
 import type { ShellOutcome, StudentWorld } from './world.js';
@@ -28,6 +36,14 @@ export async function createSandboxWorld(
   spec: WorldSpec,
   options: SandboxWorldOptions = {},
 ): Promise<StudentWorld> {
+  const sandbox = await made(() =>
+    createSandbox({ ...sandboxOptionsFor(spec, options), abortSignal: spec.abortSignal }),
+  );
+  return worldOf(sandbox, spec);
+}
+
+/** The sandbox options of an episode's world (without its abort signal). */
+function sandboxOptionsFor(spec: WorldSpec, options: SandboxWorldOptions): SandboxOptions {
   const environment = spec.task.environment;
   if (environment !== undefined && environment.rootfs === undefined) {
     throw new CoreError(
@@ -35,26 +51,107 @@ export async function createSandboxWorld(
       `refusing to run: the task's image ${environment.image} is not imported (load the task as root)`,
     );
   }
-  let sandbox: Sandbox;
+  return {
+    // The task's image as the student's root, with its environment (PATH and friends are
+    // cleaned by the sandbox as always).
+    ...(environment?.rootfs === undefined ? {} : { rootfs: environment.rootfs, env: { ...environment.env } }),
+    // The task's limits as they are: the sandbox's limits are the same schema. No command
+    // timeout: the episode gives every exec() its own.
+    limits: spec.limits,
+    hiddenPaths: taskHiddenPaths(spec).concat(options.hiddenPaths ?? []),
+  };
+}
+
+/** `create()`, with a host that cannot give the sandbox as `CONFINEMENT_UNAVAILABLE`. */
+async function made(create: () => Promise<Sandbox>): Promise<Sandbox> {
   try {
-    sandbox = await createSandbox({
-      // The task's image as the student's root, with its environment (PATH and friends are
-      // cleaned by the sandbox as always).
-      ...(environment?.rootfs === undefined
-        ? {}
-        : { rootfs: environment.rootfs, env: { ...environment.env } }),
-      // The task's limits as they are: the sandbox's limits are the same schema. No command
-      // timeout: the episode gives every exec() its own.
-      limits: spec.limits,
-      hiddenPaths: taskHiddenPaths(spec).concat(options.hiddenPaths ?? []),
-      abortSignal: spec.abortSignal,
-    });
+    return await create();
   } catch (error) {
     if (SandboxError.isInstance(error) && error.code === 'HOST_UNSUPPORTED') {
       throw new CoreError('CONFINEMENT_UNAVAILABLE', `refusing to run: ${error.message}`, { cause: error });
     }
     throw error;
   }
+}
+
+/** Options of {@link createSandboxWorldPool}. */
+export interface SandboxWorldPoolOptions extends SandboxWorldOptions {
+  /** Sandboxes kept ready per world configuration (a task's limits, image and hidden paths). @default 1 */
+  readonly size?: number;
+  /** A pooled sandbox older than this is destroyed unused. @default 600000 */
+  readonly maxAgeMs?: number;
+  /** Configurations kept warm at once; the one used least recently is drained past this. @default 4 */
+  readonly maxConfigurations?: number;
+}
+
+/** A {@link WorldFactory} that takes its sandboxes from warm pools, and the pools' lifetime. */
+export interface SandboxWorldPool {
+  /** Like {@link createSandboxWorld}, but from a pool of sandboxes made ahead for the same configuration. */
+  readonly createWorld: WorldFactory;
+  /** The pools' counts, summed. */
+  stats(): SandboxPoolStats;
+  /** Drain every pool (the worlds handed out are their episodes'). */
+  close(): Promise<void>;
+}
+
+/**
+ * Worlds from warm pools of `@karotte/sandbox` (`createSandboxPool`): one pool per world
+ * configuration, made at its first episode (which itself is made cold) and kept `size` strong
+ * in the background, so the episodes after it start on a sandbox that was already made and
+ * verified, re-checked when handed out. Every world is a fresh sandbox, never reused.
+ */
+export function createSandboxWorldPool(options: SandboxWorldPoolOptions = {}): SandboxWorldPool {
+  const pools = new Map<string, SandboxPool>();
+  const closing: Promise<void>[] = [];
+  const maxConfigurations = options.maxConfigurations ?? 4;
+  let closed = false;
+  const poolFor = (sandboxOptions: SandboxOptions): SandboxPool => {
+    const key = JSON.stringify(sandboxOptions);
+    let pool = pools.get(key);
+    if (pool === undefined) {
+      pool = createSandboxPool(sandboxOptions, {
+        ...(options.size === undefined ? {} : { size: options.size }),
+        ...(options.maxAgeMs === undefined ? {} : { maxAgeMs: options.maxAgeMs }),
+      });
+      while (pools.size >= maxConfigurations) {
+        const [oldest, stale] = pools.entries().next().value as [string, SandboxPool];
+        pools.delete(oldest);
+        closing.push(stale.close());
+      }
+    } else pools.delete(key);
+    pools.set(key, pool); // most recently used last
+    return pool;
+  };
+  return {
+    async createWorld(spec) {
+      if (closed) throw new CoreError('CONFINEMENT_UNAVAILABLE', 'the sandbox world pool was closed');
+      const pool = poolFor(sandboxOptionsFor(spec, options));
+      const sandbox = await made(() => pool.acquire({ abortSignal: spec.abortSignal }));
+      return worldOf(sandbox, spec);
+    },
+    stats() {
+      const sum = { made: 0, warm: 0, cold: 0, discarded: 0, failed: 0, idle: 0 };
+      let lastDiscard: string | null = null;
+      for (const pool of pools.values()) {
+        const stats = pool.stats();
+        for (const key of Object.keys(sum) as (keyof typeof sum)[]) sum[key] += stats[key];
+        lastDiscard = stats.lastDiscard ?? lastDiscard;
+      }
+      return { ...sum, lastDiscard };
+    },
+    async close() {
+      closed = true;
+      const all = [...pools.values()].map((pool) => pool.close());
+      pools.clear();
+      const results = await Promise.allSettled([...closing, ...all]);
+      const failed = results.find((result) => result.status === 'rejected');
+      if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+    },
+  };
+}
+
+/** The student's world on `sandbox`: `student/` copied in, then the episode's handle on it. */
+async function worldOf(sandbox: Sandbox, spec: WorldSpec): Promise<StudentWorld> {
   try {
     if (spec.task.studentDir !== undefined) {
       await copyStudentFiles(spec.task.studentDir, sandbox.workDir, sandbox.uid, sandbox.gid);

@@ -1,7 +1,6 @@
 // File typing: magic numbers (file-type) on a bounded head buffer, plus a streaming text
 // check (valid UTF-8, no NUL) over every byte.
 import { isUtf8 } from 'node:buffer';
-import { fileTypeFromBuffer } from 'file-type';
 import type { FileTypePolicy } from './options.js';
 
 /**
@@ -58,10 +57,21 @@ export interface DetectedType {
   readonly text: boolean;
 }
 
+let fileTypeFromBuffer: Promise<typeof import('file-type').fileTypeFromBuffer> | undefined;
+
+/**
+ * file-type (and its tokenizers, some forty modules) loaded at the first binary it must type,
+ * not with the package: most custody runs type no file, and every CLI start would pay for it.
+ */
+function loadFileType(): Promise<typeof import('file-type').fileTypeFromBuffer> {
+  fileTypeFromBuffer ??= import('file-type').then((module) => module.fileTypeFromBuffer);
+  return fileTypeFromBuffer;
+}
+
 /** Detect the type of a file from its first bytes and the result of the streaming text check. */
 export async function detectType(head: Uint8Array, text: boolean): Promise<DetectedType> {
   const sample = head.length > MAGIC_SAMPLE_BYTES ? head.subarray(0, MAGIC_SAMPLE_BYTES) : head;
-  const found = sample.length === 0 ? undefined : await fileTypeFromBuffer(sample);
+  const found = sample.length === 0 ? undefined : await (await loadFileType())(sample);
   if (found !== undefined) return { mime: found.mime, ext: found.ext, text };
   return { mime: text ? 'text/plain' : 'application/octet-stream', ext: null, text };
 }

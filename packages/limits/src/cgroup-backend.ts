@@ -93,6 +93,27 @@ export interface CgroupBackend {
   /** Why the CPU weight is not applied, when it is not. */
   readonly cpuNote: string | null;
   counters(): GroupCounters;
+  /**
+   * Read every written limit back again: one sentence per file that no longer holds what was
+   * read back at creation (or cannot be read). Empty: the limits stand.
+   */
+  recheck(): string[];
+}
+
+/** Each file must still read `value` (trimmed). */
+function recheckFiles(io: CgroupIo, expected: readonly (readonly [string, string])[]): string[] {
+  const out: string[] = [];
+  for (const [file, value] of expected) {
+    let now: string;
+    try {
+      now = io.read(file).trim();
+    } catch (error) {
+      out.push(`${file} cannot be read: ${error instanceof Error ? error.message : String(error)}`);
+      continue;
+    }
+    if (now !== value) out.push(`${file} reads ${now.slice(0, 40)}, not ${value}`);
+  }
+  return out;
 }
 
 /** Parent directories of the groups (for naming checks and recovery). */
@@ -220,12 +241,32 @@ export function createV1(
       cpuWeight = wanted.cpuWeight;
       cpuNote = null;
     }
+    const expected: [string, string][] = [
+      [`${memoryDir}/memory.limit_in_bytes`, String(memory)],
+      [`${memoryDir}/memory.kmem.tcp.limit_in_bytes`, String(tcpMemoryBytes)],
+      [`${pidsDir}/pids.max`, String(wanted.pids)],
+    ];
+    if (swap === 'memsw_equals_memory')
+      expected.push([`${memoryDir}/memory.memsw.limit_in_bytes`, String(memory)]);
+    if (swap === 'swappiness_zero') expected.push([`${memoryDir}/memory.swappiness`, '0']);
     return {
       version: 1,
       dirs,
       procsFiles: dirs.map((dir) => `${dir}/cgroup.procs`),
       applied: { memoryBytes: memory, pids: wanted.pids, cpuWeight, swap, tcpMemoryBytes },
       cpuNote,
+      recheck: () => {
+        const out = recheckFiles(io, expected);
+        try {
+          if (readKeyed(io, `${memoryDir}/memory.oom_control`).get('oom_kill_disable') === 1)
+            out.push(`${memoryDir}: the OOM killer is disabled for this group`);
+        } catch (error) {
+          out.push(
+            `${memoryDir}/memory.oom_control cannot be read: ${error instanceof Error ? error.message : String(error)}`,
+          );
+        }
+        return out;
+      },
       counters: () => {
         const oom = readKeyed(io, `${memoryDir}/memory.oom_control`);
         const pidsEvents = readKeyed(io, `${pidsDir}/pids.events`);
@@ -398,12 +439,19 @@ export function createV2(
       cpuWeight = wanted.cpuWeight;
       cpuNote = null;
     }
+    const expected: [string, string][] = [
+      [`${dir}/memory.max`, String(memory)],
+      [`${dir}/memory.oom.group`, '1'],
+      [`${dir}/pids.max`, String(wanted.pids)],
+    ];
+    if (swap === 'limited_to_zero') expected.push([`${dir}/memory.swap.max`, '0']);
     return {
       version: 2,
       dirs: [dir],
       procsFiles: [`${dir}/cgroup.procs`],
       applied: { memoryBytes: memory, pids: wanted.pids, cpuWeight, swap, tcpMemoryBytes: null },
       cpuNote,
+      recheck: () => recheckFiles(io, expected),
       counters: () => {
         const memoryEvents = readKeyed(io, `${dir}/memory.events`);
         const pidsEvents = readKeyed(io, `${dir}/pids.events`);

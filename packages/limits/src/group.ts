@@ -155,6 +155,11 @@ export interface LimitGroup extends KillableGroup {
   events(): Promise<LimitEvent[]>;
   killAll(): Promise<GroupKillResult>;
   pids(): Promise<number[]>;
+  /**
+   * Read every limit back again (what a group kept waiting, a warm pool's, must still hold
+   * when it is used): one sentence per limit that no longer holds. Empty: they all stand.
+   */
+  recheck(): Promise<string[]>;
   /** Kill every member, wait until empty, remove the group and its owner record. Idempotent. */
   remove(): Promise<GroupRemoval>;
 }
@@ -381,6 +386,11 @@ class CgroupLimitGroup implements LimitGroup {
       pidsPeak: counters.pidsPeak,
       memoryLimitHits: counters.memoryMaxHits - this.baseline.memoryMaxHits,
     });
+  }
+
+  recheck(): Promise<string[]> {
+    if (this.removal !== null) return Promise.resolve([`group ${this.name} was removed`]);
+    return Promise.resolve(this.cgroup.recheck());
   }
 
   events(): Promise<LimitEvent[]> {

@@ -4,7 +4,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { MiB, parseOptions, resolveTrustedBinary } from '@karotte/base';
-import { execa } from 'execa';
 import { z } from 'zod';
 import { cgroupHierarchySchema, detectCgroups, parseProcCgroup } from './cgroup-detect.js';
 import { DEFAULT_IMAGE_DIR, DEFAULT_STATE_DIR, STUDENT_OOM_SCORE_ADJ } from './constants.js';
@@ -123,6 +122,8 @@ export async function probe(options: ProbeOptions = {}): Promise<ProbeResult> {
   if (launchArgv.length > 0) {
     try {
       const cat = resolveTrustedBinary('cat');
+      // Loaded here, not at the top: execa is over a hundred modules, and only the probe uses it.
+      const { execa } = await import('execa');
       const result = await execa(
         launchArgv[0]!,
         [...launchArgv.slice(1), cat, '/proc/self/cgroup', '/proc/self/oom_score_adj', '/proc/self/limits'],

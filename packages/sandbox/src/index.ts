@@ -1,4 +1,6 @@
-export { createSandbox, reclaimStaleSandboxes, listLeases } from './sandbox.js';
+export { createSandbox, reclaimStaleSandboxes, listLeases, readinessProblems } from './sandbox.js';
+export { createSandboxPool, sandboxPoolOptionsSchema } from './pool.js';
+export type { SandboxPool, SandboxPoolOptions, SandboxPoolStats } from './pool.js';
 export type { Sandbox, AppliedLimits, SandboxHandle, TeardownReport, RestartReport } from './sandbox.js';
 export {
   sandboxOptionsSchema,

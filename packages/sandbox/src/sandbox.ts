@@ -241,6 +241,11 @@ class SandboxImpl implements Sandbox {
   private pendingNotice: string | undefined;
   private destroying: Promise<TeardownReport> | undefined;
   private destroyed = false;
+  /** Set at the first exec, file tool use, restart or reap: the sandbox has had its student. */
+  private used = false;
+  /** What the sandbox looked like when it was ready, for {@link readinessProblems}. */
+  private ready:
+    { readonly world: World; readonly netDevices: string; readonly workDirDev: number } | undefined;
   private veth: { hostEnd: string; sandboxEnd: string } | undefined;
 
   constructor(
@@ -262,7 +267,10 @@ class SandboxImpl implements Sandbox {
       allow: options.syscallFilter.allow.map((entry) => entry.name),
     });
     this.files = createFileTools({
-      world: () => this.ensureWorld(),
+      world: () => {
+        this.used = true;
+        return this.ensureWorld();
+      },
       uid: this.uid,
       home: this.studentWorkDir,
       node,
@@ -355,6 +363,37 @@ class SandboxImpl implements Sandbox {
     this.envRemovals = built.removed;
     const world = await this.startWorld(options.abortSignal);
     await this.prepareWorld(world);
+    this.ready = {
+      world,
+      netDevices: netDevices(world.initPid),
+      workDirDev: statSync(this.workDir).dev,
+    };
+  }
+
+  /**
+   * Why this sandbox cannot be handed to a student now, re-checked cheaply (reads only): it
+   * was never used, its world (namespaces, init, shell) is the one that passed the network
+   * check, its network namespace holds the same interfaces, its quota is still mounted at
+   * the working directory, and the kernel still reads back every limit. Empty: it can be.
+   */
+  async readinessProblems(): Promise<string[]> {
+    const out: string[] = [];
+    const ready = this.ready;
+    if (this.destroyed) return ['it was destroyed'];
+    if (ready === undefined) return ['it is not built'];
+    if (this.used || this.reaped !== undefined || this.reaping !== undefined) return ['it was used'];
+    if (this.world !== ready.world || !ready.world.alive())
+      out.push('the world that passed the network check is gone');
+    else if (this.shell?.world !== ready.world) out.push('its shell is gone');
+    else {
+      const devices = netDevices(ready.world.initPid);
+      if (devices !== ready.netDevices)
+        out.push(`its network namespace changed: ${devices || '(unreadable)'}, was ${ready.netDevices}`);
+    }
+    const dev = statSync(this.workDir, { throwIfNoEntry: false })?.dev;
+    if (dev !== ready.workDirDev) out.push(`the disk quota is no longer mounted at ${this.workDir}`);
+    out.push(...(await this.limits.group.recheck()));
+    return out;
   }
 
   /**
@@ -565,10 +604,7 @@ class SandboxImpl implements Sandbox {
   private async waitForExits(timeoutMs: number): Promise<void> {
     const deadline = performance.now() + timeoutMs;
     const init = this.world?.initIdentity;
-    while (
-      processesOfUid(this.uid).alive.length > 0 ||
-      (init !== undefined && isSameProcessAlive(init))
-    ) {
+    while (processesOfUid(this.uid).alive.length > 0 || (init !== undefined && isSameProcessAlive(init))) {
       if (performance.now() > deadline) return; // the checks after this report what is left
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
@@ -580,6 +616,7 @@ class SandboxImpl implements Sandbox {
   }
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    this.used = true;
     if (typeof command !== 'string')
       throw new BadArgumentError('command must be a string', { field: 'command' });
     if (command.includes('\0'))
@@ -655,6 +692,7 @@ class SandboxImpl implements Sandbox {
 
   restart(): Promise<RestartReport> {
     if (this.destroyed) throw destroyedError();
+    this.used = true;
     return this.serialize(async () => {
       const started = performance.now();
       await this.forceRebuild(RESTART_NOTICE);
@@ -817,4 +855,31 @@ function destroyedError(): SandboxError {
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The interface names of a network namespace, from its init's `/proc/<pid>/net/dev` ('' when unreadable). */
+function netDevices(initPid: number): string {
+  try {
+    return readFileSync(`/proc/${initPid}/net/dev`, 'latin1')
+      .split('\n')
+      .slice(2)
+      .map((line) => line.split(':')[0]!.trim())
+      .filter(Boolean)
+      .sort()
+      .join(',');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Why `sandbox` (made by {@link createSandbox}) cannot be handed to a student now: see
+ * `SandboxImpl.readinessProblems`. Empty: it can be.
+ * @throws BadArgumentError for a sandbox this package did not make.
+ */
+export function readinessProblems(sandbox: Sandbox): Promise<string[]> {
+  if (!(sandbox instanceof SandboxImpl)) {
+    throw new BadArgumentError('not a sandbox made by createSandbox()', { field: 'sandbox' });
+  }
+  return sandbox.readinessProblems();
 }

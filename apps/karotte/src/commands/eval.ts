@@ -5,6 +5,7 @@ import type { Agent } from '@karotte/agents';
 import {
   CoreError,
   createReplayAgent,
+  createSandboxWorldPool,
   loadReplay,
   runEpisode,
   type AssistantMessage,
@@ -15,7 +16,7 @@ import type { Command, Io } from './command.js';
 import { listenForTermination } from '../signals.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
-import { appWorld } from '../examples.js';
+import { appHiddenPaths, appWorld } from '../examples.js';
 import { displaySafe, formatDuration, table, terminalWidth, truncate, wrap } from '../format.js';
 import { progressWanted } from '../progress.js';
 import { recoveringWorld } from '../recovering-world.js';
@@ -83,7 +84,8 @@ export const evalCommand: Command = {
     '                    [--api-key-env <VAR> | --api-key-file <file>] [--agent-config <file.json>]',
     '                    [--n <k>] [--concurrency <c>] --out <out-dir> [--json]',
     '       karotte eval --tasks <dir> --agent replay --replay <replay.json> ... (the same replay for every task)',
-    '       common: [--tools <profile>] [--max-turns <n>] [--retry-errors] [--progress | --quiet]',
+    '       common: [--tools <profile>] [--max-turns <n>] [--retry-errors] [--warm-pool <w>]',
+    '               [--progress | --quiet]',
     '',
     'Runs <k> episodes (default 1, at most 1000) of every task in <dir> (each subdirectory with a',
     'task.json; or <dir> itself), <c> at a time (default 1), with the model as `karotte run`',
@@ -98,7 +100,10 @@ export const evalCommand: Command = {
     'wall time; --json prints it as JSON (also written to <out-dir>/summary.json). Progress',
     '(done, running, failed, errors, ETA) goes to stderr when it is a terminal; --progress prints',
     'a line per episode anyway, --quiet none. SIGINT/SIGTERM stop the running episodes (they are',
-    'run again next time), then the summary of what is done is printed.',
+    'run again next time), then the summary of what is done is printed. --warm-pool keeps <w>',
+    'sandboxes (at most 64) of each task made and verified ahead, so the episodes after the first',
+    'start on one already made (each is fresh and used once; re-checked when handed out; drained',
+    'at the end). Each waiting sandbox holds a uid and its memory reservation. Default 0: none.',
     'Exit 0 when every episode reached a verdict, 1 when any ended in error (or some have no',
     'result yet), 2 on invalid arguments or tasks (the flag or field named; nothing is run).',
   ].join('\n'),
@@ -117,6 +122,7 @@ export const evalCommand: Command = {
         progress: { type: 'boolean' },
         quiet: { type: 'boolean' },
         'retry-errors': { type: 'boolean' },
+        'warm-pool': { type: 'string' },
       },
       ['tasks', 'agent', 'out'],
     );
@@ -125,6 +131,7 @@ export const evalCommand: Command = {
     const maxTurns = parseMaxTurns(flags['max-turns']);
     const n = parseIntegerFlag('n', flags.n, { min: 1, max: MAX_EPISODES_PER_TASK }) ?? 1;
     const concurrency = parseIntegerFlag('concurrency', flags.concurrency, { min: 1, max: 64 }) ?? 1;
+    const warmPool = parseIntegerFlag('warm-pool', flags['warm-pool'], { min: 0, max: 64 }) ?? 0;
     if (flags.progress === true && flags.quiet === true)
       throw new UsageError('--progress and --quiet contradict each other: give at most one');
     const { tasks, invalid } = await discoverTasks(flags.tasks!);
@@ -195,7 +202,11 @@ export const evalCommand: Command = {
     const termination = listenForTermination((signal) => {
       display.note(`karotte eval: ${signal}: stopping the running episodes (they run again next time)`);
     });
-    const createWorld = recoveringWorld(appWorld([outDir]));
+    const pool =
+      warmPool === 0
+        ? undefined
+        : createSandboxWorldPool({ hiddenPaths: appHiddenPaths([outDir]), size: warmPool });
+    const createWorld = recoveringWorld(pool?.createWorld ?? appWorld([outDir]));
     const running = new Set<string>();
     let ran = 0;
     let crashed = 0;
@@ -255,6 +266,9 @@ export const evalCommand: Command = {
       termination.dispose();
       display.close();
       await shared?.close?.();
+      await pool?.close().catch((error: unknown) => {
+        io.stderr.write(`karotte eval: draining the warm pool: ${displaySafe((error as Error).message)}\n`);
+      });
     }
 
     const summaries = tasks.map((task) => {

@@ -47,6 +47,18 @@ afterEach(() => {
 });
 
 describe('cgroup v2 backend (fake cgroupfs: this host has no v2 controllers)', () => {
+  it('recheck() reads memory.max, memory.swap.max, memory.oom.group and pids.max back again', async () => {
+    const group = await create({ name: 'karotte-test-v2-recheck' });
+    expect(await group.recheck()).toEqual([]);
+    const dir = path.join(hierarchy.base, 'karotte-test-v2-recheck');
+    fake.write(path.join(dir, 'memory.oom.group'), '0');
+    fake.write(path.join(dir, 'pids.max'), 'max');
+    expect(await group.recheck()).toEqual([
+      `${dir}/memory.oom.group reads 0, not 1`,
+      `${dir}/pids.max reads max, not 64`,
+    ]);
+  });
+
   it('the fake enforces the no-internal-processes rule the delegation order exists for', () => {
     expect(() => {
       fake.write(path.join(hierarchy.base, 'cgroup.subtree_control'), '+memory');

@@ -101,6 +101,17 @@ describe('cgroup groups on this host', () => {
     expect(created.limits.memoryBytes).toBe(64 * MiB);
   });
 
+  it('recheck() reads every limit back again and names one changed behind its back', async () => {
+    const created = await group({ name: uniqueName(), memoryBytes: 64 * MiB, pids: 48 });
+    expect(await created.recheck()).toEqual([]);
+    const pidsDir = created.dirs.find((dir) => fs.existsSync(path.join(dir, 'pids.max')))!;
+    fs.writeFileSync(path.join(pidsDir, 'pids.max'), '96');
+    expect(fs.readFileSync(path.join(pidsDir, 'pids.max'), 'utf8').trim()).toBe('96');
+    expect(await created.recheck()).toEqual([`${pidsDir}/pids.max reads 96, not 48`]);
+    await created.remove();
+    expect(await created.recheck()).toEqual([`group ${created.name} was removed`]);
+  });
+
   it('refuses a name that already exists, and touches nothing of the existing group', async () => {
     const name = uniqueName();
     const first = await group({ name, memoryBytes: 64 * MiB });

@@ -17,7 +17,7 @@ import {
   type SandboxPoolStats,
 } from '@karotte/sandbox';
 import { CoreError } from './errors.js';
-import type { WorldSpec } from './episode.js';
+import type { WorldFactory, WorldSpec } from './episode.js';
 import type { ShellOutcome, StudentWorld } from './world.js';
 
 /** Options of {@link createSandboxWorld} beyond the task's own limits. */
@@ -144,8 +144,7 @@ export function createSandboxWorldPool(options: SandboxWorldPoolOptions = {}): S
       const all = [...pools.values()].map((pool) => pool.close());
       pools.clear();
       const results = await Promise.allSettled([...closing, ...all]);
-      const failed = results.find((result) => result.status === 'rejected');
-      if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+      for (const result of results) if (result.status === 'rejected') throw result.reason;
     },
   };
 }

@@ -104,11 +104,13 @@ export function createSandboxPool(
 
   const track = (promise: Promise<unknown>): void => {
     background.add(promise);
-    void promise.finally(() => background.delete(promise));
+    const forget = (): void => {
+      background.delete(promise);
+    };
+    promise.then(forget, forget);
   };
-  const discard = (entry: Pooled, why: string): void => {
-    counts.discarded += 1;
-    lastDiscard = why;
+  /** Tear a pooled sandbox down off the caller's path; close() waits for it and reports a failure. */
+  const destroyLater = (entry: Pooled): void => {
     track(
       entry.sandbox.destroy().catch((error: unknown) => {
         teardownFailures.push(
@@ -116,6 +118,11 @@ export function createSandboxPool(
         );
       }),
     );
+  };
+  const discard = (entry: Pooled, why: string): void => {
+    counts.discarded += 1;
+    lastDiscard = why;
+    destroyLater(entry);
   };
   const fill = (): void => {
     if (closed || filling !== undefined || idle.length >= size) return;
@@ -193,15 +200,7 @@ export function createSandboxPool(
         closed = true;
         clearInterval(sweep);
         lifetime.abort(new SandboxError('DESTROYED', 'the sandbox pool was closed'));
-        for (const entry of idle.splice(0)) {
-          track(
-            entry.sandbox.destroy().catch((error: unknown) => {
-              teardownFailures.push(
-                `${entry.sandbox.id}: ${error instanceof Error ? error.message : String(error)}`,
-              );
-            }),
-          );
-        }
+        for (const entry of idle.splice(0)) destroyLater(entry);
         while (background.size > 0) await Promise.allSettled([...background]);
         if (teardownFailures.length > 0) {
           throw new SandboxError(

@@ -2,7 +2,7 @@
 // demand. A process can exit between any two reads, so "gone" (ENOENT, ESRCH) is an answer,
 // never an error; anything else is a host fault and throws. Every reader takes the procfs root
 // so unit tests can run against a fake tree of plain files; production passes '/proc'.
-import { readFileSync, readdirSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, readdirSync } from 'node:fs';
 import { isErrno, SystemError, toSystemError } from '../errors.js';
 
 const VANISHED = ['ENOENT', 'ESRCH'] as const;
@@ -144,13 +144,34 @@ export function isDeadState(state: string): boolean {
   return state === 'Z' || state === 'X' || state === 'x';
 }
 
-/** Read a procfs file: undefined when the process has exited; a `SystemError` for anything else. */
+/** One buffer for every procfs read (they are synchronous): a walk reads thousands of files. */
+const procBuffer = Buffer.allocUnsafe(16 * 1024);
+
+/**
+ * Read a procfs file: undefined when the process has exited; a `SystemError` for anything else.
+ * open, read into a reused buffer, close: `readFileSync`'s fstat and allocation per file cost
+ * a third more, which a walk of thousands of processes pays thousands of times.
+ */
 function readProcFile(file: string): string | undefined {
+  let fd: number;
   try {
-    return readFileSync(file, 'latin1');
+    fd = openSync(file, 'r');
   } catch (error) {
     if (isErrno(error, ...VANISHED)) return undefined;
     throw toSystemError(error, `read ${file}`);
+  }
+  try {
+    let text = '';
+    for (;;) {
+      const n = readSync(fd, procBuffer, 0, procBuffer.length, null);
+      if (n === 0) return text;
+      text += procBuffer.toString('latin1', 0, n);
+    }
+  } catch (error) {
+    if (isErrno(error, ...VANISHED)) return undefined;
+    throw toSystemError(error, `read ${file}`);
+  } finally {
+    closeSync(fd);
   }
 }
 

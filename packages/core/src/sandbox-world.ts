@@ -102,7 +102,9 @@ export interface SandboxWorldPool {
  */
 export function createSandboxWorldPool(options: SandboxWorldPoolOptions = {}): SandboxWorldPool {
   const pools = new Map<string, SandboxPool>();
+  // Drains of evicted pools: their failures are kept for close(), never left unhandled.
   const closing: Promise<void>[] = [];
+  const evictionFailures: unknown[] = [];
   const maxConfigurations = options.maxConfigurations ?? 4;
   let closed = false;
   const poolFor = (sandboxOptions: SandboxOptions): SandboxPool => {
@@ -116,7 +118,11 @@ export function createSandboxWorldPool(options: SandboxWorldPoolOptions = {}): S
       while (pools.size >= maxConfigurations) {
         const [oldest, stale] = pools.entries().next().value as [string, SandboxPool];
         pools.delete(oldest);
-        closing.push(stale.close());
+        closing.push(
+          stale.close().catch((error: unknown) => {
+            evictionFailures.push(error);
+          }),
+        );
       }
     } else pools.delete(key);
     pools.set(key, pool); // most recently used last
@@ -145,6 +151,7 @@ export function createSandboxWorldPool(options: SandboxWorldPoolOptions = {}): S
       pools.clear();
       const results = await Promise.allSettled([...closing, ...all]);
       for (const result of results) if (result.status === 'rejected') throw result.reason;
+      if (evictionFailures.length > 0) throw evictionFailures[0];
     },
   };
 }

@@ -65,7 +65,8 @@ export function createDefaultCollector(options: DefaultCollectorOptions = {}): S
                   ? {}
                   : { pidNamespaceInitPid: student.pidNamespaceInitPid }),
               },
-              { ...options.reap, abortSignal },
+              // Custody comes next: the kernel's exit work must be over (proc-reaper's awaitExit).
+              { awaitExit: true, ...options.reap, abortSignal },
             )
           : await options.reaper(student, abortSignal);
       const mechanisms = (['cgroup', 'pidns', 'inCohort', 'sweep'] as const).filter(

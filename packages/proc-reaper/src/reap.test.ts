@@ -276,6 +276,34 @@ describe('runReap', () => {
     expect(confirmedReapRecordSchema.parse(JSON.parse(JSON.stringify(record)))).toEqual(record);
   });
 
+  it('with awaitExit, waits for dying processes to exit before it confirms, and refuses at the deadline if they do not', async () => {
+    const dying: UidProcess[] = [{ pid: 90, name: 'p90', state: 'R', nested: false, dying: true }];
+    const exits = fakeEngine({
+      walks: [
+        { alive: dying, complete: true, vanished: 0 },
+        { alive: dying, complete: true, vanished: 0 },
+        CLEAN,
+      ],
+    });
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      { ...OPTIONS, awaitExit: true },
+      exits.engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, dying: 1, misbehavior: [] });
+    expect(exits.log.filter((entry) => entry === 'walk')).toHaveLength(3);
+    const stuck = fakeEngine({ walks: [{ alive: dying, complete: true, vanished: 0 }] });
+    const refused = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      { ...OPTIONS, awaitExit: true },
+      stuck.engine,
+    );
+    expect(refused).toMatchObject({ confirmedEmpty: false, confirmedAt: null, dying: 1, survivors: [] });
+    expect(refused.misbehavior[0]).toMatchObject({ code: 'UNREAPABLE' });
+    expect(refused.misbehavior[0]!.message).toMatch(/1 with SIGKILL pending were still exiting/);
+    expect(confirmedReapRecordSchema.parse(JSON.parse(JSON.stringify(refused)))).toEqual(refused);
+  });
+
   it('a process that can still run keeps the proof back even beside dying ones', async () => {
     const { engine, killedPids } = fakeEngine({
       walks: [

@@ -116,7 +116,7 @@ export const reapOptionsSchema = z
      * its child by then fails on the pending SIGKILL; more rounds only hold that lock against
      * the exits (at 5,000 processes, 100 rounds cost hundreds of milliseconds). gVisor's
      * kill(-1) signals a snapshot, so there the default is 100.
-     * @default 1, or 100 under gVisor
+     * @default 1, or 100 under gVisor or when /proc/version does not name Linux
      */
     inCohortRounds: z.number().int().min(1).max(10_000).optional(),
     /**
@@ -126,6 +126,15 @@ export const reapOptionsSchema = z
     gid: z.number().int().min(1).max(MAX_UID).optional(),
     /** Cancels the reap: it throws `ProcReaperError` `ABORTED` (nothing is confirmed). */
     abortSignal: z.instanceof(AbortSignal).optional(),
+    /**
+     * Once nothing can run, also wait (within the deadline) until the uid's processes have all
+     * exited, zombies aside. A process with SIGKILL pending runs no user code, but the kernel's
+     * exit work still writes to its memory (`clear_child_tid`, robust futexes), which can be a
+     * shared mapping of a submission file: collect only after the exits. If they do not finish
+     * by the deadline the reap is not confirmed (`UNREAPABLE`). Needs a uid in the target.
+     * @default false
+     */
+    awaitExit: z.boolean().default(false),
   })
   .strict();
 
@@ -232,16 +241,18 @@ export function isGvisorVersion(versionLine: string): boolean {
 
 let roundsDefault: number | undefined;
 
-/** 1 on a Linux kernel, 100 under gVisor (see `inCohortRounds`). */
+/** 1 on a Linux kernel, 100 under gVisor or a kernel that does not say what it is (see `inCohortRounds`). */
 function defaultInCohortRounds(): number {
   if (roundsDefault === undefined) {
     let version = '';
     try {
       version = readFileSync('/proc/version', 'latin1');
     } catch {
-      // unreadable: not gVisor's procfs, which always has it
+      // unreadable: treated as an unknown kernel
     }
-    roundsDefault = isGvisorVersion(version) ? 100 : 1;
+    // One round only on a kernel that says it is Linux and is not gVisor; anything else
+    // (an unreadable /proc/version, another emulator) gets the rounds a snapshot needs.
+    roundsDefault = /^Linux version /.test(version) && !isGvisorVersion(version) ? 1 : 100;
   }
   return roundsDefault;
 }
@@ -287,7 +298,7 @@ const TRANSIENT_HELPER_FAILURE = /Resource temporarily unavailable|Cannot alloca
 /** The reap loop, against an engine. Exported for unit tests of its logic. */
 export async function runReap(
   target: ResolvedTarget,
-  options: Pick<ParsedOptions, 'deadlineMs' | 'passIntervalMs'>,
+  options: Pick<ParsedOptions, 'deadlineMs' | 'passIntervalMs'> & { readonly awaitExit?: boolean },
   engine: ReapEngine,
 ): Promise<ConfirmedReapRecord> {
   const { uid, group, pidNamespaceInitPid: initPid } = target;
@@ -418,6 +429,16 @@ export async function runReap(
     }
   };
 
+  /** Wait with a growing pause (2 to 50 ms) until the uid has no process left; how many are left at the deadline. */
+  const awaitExits = async (forUid: number): Promise<number> => {
+    for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
+      const walk = engine.walk(forUid);
+      const left = walk.alive.length + (walk.complete ? 0 : 1);
+      if (left === 0 || engine.now() >= deadline) return left;
+      await engine.sleep(Math.min(pause, deadline - engine.now()));
+    }
+  };
+
   for (;;) {
     engine.checkAbort();
     passes += 1;
@@ -461,22 +482,33 @@ export async function runReap(
     const proven = (uid === undefined || (helperRan && sweepClean)) && groupEmpty && initGone;
     const now = engine.now();
     if (proven) {
+      const dying = lastWalk?.alive.length ?? 0;
+      const left = options.awaitExit === true && uid !== undefined ? await awaitExits(uid) : 0;
+      const end = engine.now();
       return {
         tier: 'confirmed',
         target: describeTarget(target),
-        confirmedEmpty: true,
+        confirmedEmpty: left === 0,
         killed,
-        dying: lastWalk?.alive.length ?? 0,
+        dying: left === 0 ? dying : left,
         passes,
         inCohort,
         incompleteWalks,
         swept,
         startedAt: new Date(start).toISOString(),
-        confirmedAt: new Date(now).toISOString(),
-        durationMs: now - start,
+        confirmedAt: left === 0 ? new Date(now).toISOString() : null,
+        durationMs: end - start,
         survivors: [],
         problems: [...problems],
-        misbehavior: [],
+        misbehavior:
+          left === 0
+            ? []
+            : [
+                createMisbehavior(
+                  'UNREAPABLE',
+                  `Failed to see every process of uid ${uid} exit within ${options.deadlineMs} ms: ${left} with SIGKILL pending were still exiting, and collecting before the kernel is done with them is not safe`,
+                ),
+              ],
       };
     }
     if (now >= deadline) break;

@@ -132,7 +132,7 @@ export function createSandboxPool(
           const sandbox = await createSandbox(options);
           counts.made += 1;
           if (closed) {
-            await sandbox.destroy().catch(() => undefined);
+            destroyLater({ sandbox, madeAt: performance.now() });
             return;
           }
           idle.push({ sandbox, madeAt: performance.now() });
@@ -171,11 +171,15 @@ export function createSandboxPool(
           discard(entry, `older than ${maxAgeMs} ms`);
           continue;
         }
-        let problems: string[];
-        try {
-          problems = await readinessProblems(entry.sandbox);
-        } catch (error) {
-          problems = [`its re-check failed: ${error instanceof Error ? error.message : String(error)}`];
+        // Tracked: a close() meanwhile waits for the check, then for this entry's teardown.
+        const check = readinessProblems(entry.sandbox).catch((error: unknown) => [
+          `its re-check failed: ${error instanceof Error ? error.message : String(error)}`,
+        ]);
+        track(check);
+        const problems = await check;
+        if (closed) {
+          destroyLater(entry);
+          throw new SandboxError('DESTROYED', 'the sandbox pool was closed');
         }
         if (problems.length > 0) {
           discard(entry, problems.join('; '));
@@ -185,6 +189,7 @@ export function createSandboxPool(
         fill();
         return entry.sandbox;
       }
+      if (closed) throw new SandboxError('DESTROYED', 'the sandbox pool was closed');
       fill();
       counts.cold += 1;
       return createSandbox({

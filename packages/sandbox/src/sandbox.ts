@@ -604,9 +604,12 @@ class SandboxImpl implements Sandbox {
   private async waitForExits(timeoutMs: number): Promise<void> {
     const deadline = performance.now() + timeoutMs;
     const init = this.world?.initIdentity;
-    while (processesOfUid(this.uid).alive.length > 0 || (init !== undefined && isSameProcessAlive(init))) {
+    // A growing pause (2 to 50 ms): each look walks /proc, which competes with the exits.
+    for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
+      if (processesOfUid(this.uid).alive.length === 0 && (init === undefined || !isSameProcessAlive(init)))
+        return;
       if (performance.now() > deadline) return; // the checks after this report what is left
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 

@@ -72,7 +72,7 @@ export function createLimits(request: EpisodeLimitRequest): Promise<EpisodeLimit
   });
 }
 
-/** Kill every student process (cgroup, PID namespace, uid) and prove none is alive. */
+/** Kill every student process (cgroup, PID namespace, uid), prove none can run, and wait for their exits. */
 export function reapStudent(target: {
   uid: number;
   limits: EpisodeLimits | undefined;
@@ -87,7 +87,8 @@ export function reapStudent(target: {
     },
     // The in-cohort helper is two execs (sh, setpriv); on a loaded host they can take seconds.
     // A longer bound only delays a pass the student stalls (SIGSTOP); the deadline still holds.
-    { deadlineMs: target.deadlineMs, helperTimeoutMs: Math.min(10_000, target.deadlineMs) },
+    // Custody follows a sandbox's reap: the exits must be over first (see awaitExit).
+    { deadlineMs: target.deadlineMs, helperTimeoutMs: Math.min(10_000, target.deadlineMs), awaitExit: true },
   );
 }
 

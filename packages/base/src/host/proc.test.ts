@@ -66,6 +66,7 @@ describe('parseProcessStatus', () => {
       threads: 1,
       nsPids: [4321, 7, 1],
       pendingSignals: 0x101n,
+      sharedPendingSignals: 0x1n,
     });
   });
 
@@ -147,27 +148,18 @@ describe('processesOfUid', () => {
     expect(walk.alive).toEqual([{ pid: 21, name: 'leader-gone', state: 'Z', nested: true, dying: false }]);
   });
 
-  it('marks a process with SIGKILL pending (thread or group mask) as dying; isProcessRunnable says it cannot run', () => {
+  it('marks a process with SIGKILL pending for the whole process (ShdPnd) as dying; isProcessRunnable says it cannot run', () => {
     const root = fakeProc();
-    addProcess(
-      root,
-      30,
-      status(
-        'exiting',
-        'R',
-        [1001, 1001, 1001, 1001],
-        'SigPnd:\t0000000000000000\nShdPnd:\t0000000000000100',
-      ),
-    );
-    addProcess(
-      root,
-      31,
-      status(
-        'pending',
-        'D',
-        [1001, 1001, 1001, 1001],
-        'SigPnd:\t0000000000000100\nShdPnd:\t0000000000000000',
-      ),
+    const both = 'SigPnd:\t0000000000000000\nShdPnd:\t0000000000000100';
+    addProcess(root, 30, status('exiting', 'R', [1001, 1001, 1001, 1001], both));
+    // SIGKILL in the thread's own mask only does not count: a zombie leader can keep one there
+    // for good while another thread runs on (tgkill of a leader that left with SYS_exit).
+    const threadOnly = 'SigPnd:\t0000000000000100\nShdPnd:\t0000000000000000';
+    addProcess(root, 31, status('forged', 'Z', [1001, 1001, 1001, 1001], threadOnly));
+    fs.mkdirSync(path.join(root, '31', 'task', '33'), { recursive: true });
+    fs.writeFileSync(
+      path.join(root, '31', 'task', '33', 'stat'),
+      '33 (worker) R 1 31 31 0 -1 0 0 0 0 0 0 0 0 0 0 20 0 2 0 555 0 0',
     );
     addProcess(
       root,
@@ -182,11 +174,11 @@ describe('processesOfUid', () => {
     const walk = processesOfUid(1001, root);
     expect(walk.alive.map((p) => [p.pid, p.dying]).sort()).toEqual([
       [30, true],
-      [31, true],
+      [31, false],
       [32, false],
     ]);
-    expect([30, 31, 32].map((pid) => isProcessRunnable(pid, root))).toEqual([false, false, true]);
-    expect(isProcessRunnable(33, root)).toBe(false);
+    expect([30, 31, 32].map((pid) => isProcessRunnable(pid, root))).toEqual([false, true, true]);
+    expect(isProcessRunnable(34, root)).toBe(false);
   });
 
   it('counts an entry that vanished (the process exited) as not alive, and stays complete', () => {

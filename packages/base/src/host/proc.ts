@@ -38,6 +38,8 @@ export interface ProcessStatus {
   readonly nsPids: readonly number[];
   /** Signals pending for the thread or the whole process (`SigPnd` | `ShdPnd`), bit n-1 for signal n. */
   readonly pendingSignals: bigint;
+  /** Signals pending for the whole process only (`ShdPnd`), bit n-1 for signal n. */
+  readonly sharedPendingSignals: bigint;
 }
 
 /**
@@ -85,6 +87,7 @@ export function parseProcessStatus(text: string): ProcessStatus | undefined {
   let threads = 1;
   let nsPids: number[] = [];
   let pendingSignals = 0n;
+  let sharedPendingSignals = 0n;
   for (const line of text.split('\n')) {
     const colon = line.indexOf(':');
     if (colon < 0) continue;
@@ -114,29 +117,41 @@ export function parseProcessStatus(text: string): ProcessStatus | undefined {
           .map(Number);
         break;
       case 'SigPnd':
-      case 'ShdPnd':
         if (/^[0-9a-f]+$/.test(value)) pendingSignals |= BigInt(`0x${value}`);
+        break;
+      case 'ShdPnd':
+        if (/^[0-9a-f]+$/.test(value)) {
+          pendingSignals |= BigInt(`0x${value}`);
+          sharedPendingSignals |= BigInt(`0x${value}`);
+        }
         break;
       default:
         break;
     }
   }
   if (name === undefined || state?.length !== 1 || uids === undefined) return undefined;
-  return { name, state, uids, threads, nsPids, pendingSignals };
+  return { name, state, uids, threads, nsPids, pendingSignals, sharedPendingSignals };
 }
 
 /** SIGKILL's bit in the pending-signal masks of /proc/<pid>/status. */
 const SIGKILL_BIT = 1n << 8n;
 
 /**
- * True when SIGKILL is pending for the process (its thread or its whole thread group). Such a
- * process never runs user code again: SIGKILL cannot be blocked, caught or ignored, wakes a
- * stopped or traced task, and a fork it is in fails. The group-wide bit (`ShdPnd`) stays set
- * through the whole exit, until the process is reaped, so it also marks one that has taken
- * the signal and is still freeing its memory (which can take a second for a large one).
+ * True when SIGKILL is pending for the whole process (`ShdPnd`, what kill() of its pid and
+ * kill(-1) queue). Such a process never runs user code again: a process-wide SIGKILL starts a
+ * group exit of every thread (unless every thread is already exiting), it cannot be blocked,
+ * caught or ignored, it wakes a stopped or traced task, and a fork in flight fails on it. The
+ * bit stays set through the whole exit, until the process is reaped, so it also marks one that
+ * has taken the signal and is still freeing its memory (a second, for a large one).
+ *
+ * The thread's own mask (`SigPnd`) does not count: a process can leave SIGKILL there for good
+ * and run on (its leader exits with `SYS_exit` while another thread lives, then tgkill()s the
+ * exited leader, which never dequeues it). A SIGKILL sent only to threads (cgroup v2's
+ * `cgroup.kill`) starts the group exit without setting `ShdPnd`: such a process is not seen
+ * as dying and is waited for, as before.
  */
 export function isKillPending(status: ProcessStatus): boolean {
-  return (status.pendingSignals & SIGKILL_BIT) !== 0n;
+  return (status.sharedPendingSignals & SIGKILL_BIT) !== 0n;
 }
 
 /** True for the states of a process that can no longer run: zombie (`Z`) and dead (`X`, `x`). */

@@ -152,8 +152,8 @@ describe('processesOfUid', () => {
     const root = fakeProc();
     const both = 'SigPnd:\t0000000000000000\nShdPnd:\t0000000000000100';
     addProcess(root, 30, status('exiting', 'R', [1001, 1001, 1001, 1001], both));
-    // SIGKILL in the thread's own mask only does not count: a zombie leader can keep one there
-    // for good while another thread runs on (tgkill of a leader that left with SYS_exit).
+    // SIGKILL in the thread's own mask only does not count (a zombie leader holding one while
+    // another thread runs on: whether a kernel allows it is a detail the rule does not lean on).
     const threadOnly = 'SigPnd:\t0000000000000100\nShdPnd:\t0000000000000000';
     addProcess(root, 31, status('forged', 'Z', [1001, 1001, 1001, 1001], threadOnly));
     fs.mkdirSync(path.join(root, '31', 'task', '33'), { recursive: true });

@@ -144,11 +144,11 @@ const SIGKILL_BIT = 1n << 8n;
  * bit stays set through the whole exit, until the process is reaped, so it also marks one that
  * has taken the signal and is still freeing its memory (a second, for a large one).
  *
- * The thread's own mask (`SigPnd`) does not count: a process can leave SIGKILL there for good
- * and run on (its leader exits with `SYS_exit` while another thread lives, then tgkill()s the
- * exited leader, which never dequeues it). A SIGKILL sent only to threads (cgroup v2's
- * `cgroup.kill`) starts the group exit without setting `ShdPnd`: such a process is not seen
- * as dying and is waited for, as before.
+ * The thread's own mask (`SigPnd`) is not trusted: whether a SIGKILL can sit there on a thread
+ * that will never act on it while the others run on is a kernel detail (a review read it as
+ * possible for an exited leader; this project's 6.18 kernel did not even queue a tgkill() to
+ * one). A SIGKILL sent only to threads (cgroup v2's `cgroup.kill`) starts the group exit
+ * without setting `ShdPnd`: such a process is not seen as dying and is waited for, as before.
  */
 export function isKillPending(status: ProcessStatus): boolean {
   return (status.sharedPendingSignals & SIGKILL_BIT) !== 0n;

@@ -66,7 +66,12 @@ describe.skipIf(!isRoot && !inCI)('karotte serve under load', () => {
           }),
         );
         const statuses = results.map((r) => r.status);
-        expect(statuses.filter((s) => s === 'error')).toEqual([]);
+        // An error episode is named with its error, so a failure says what went wrong.
+        expect(
+          results
+            .filter((r) => r.status === 'error')
+            .map((r) => JSON.stringify((r as { error?: unknown }).error)),
+        ).toEqual([]);
         expect(statuses.filter((s) => s === 'passed')).toHaveLength(EPISODES / 2);
         expect(statuses.filter((s) => s === 'failed')).toHaveLength(EPISODES / 2);
         expect(refused).toBeGreaterThan(0);

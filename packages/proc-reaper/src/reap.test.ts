@@ -73,6 +73,7 @@ function fakeEngine(script: Script) {
       log.push('group-members');
       return Promise.resolve(pick(script.groupLive, groupCalls++, []));
     },
+    groupMembers: () => Promise.resolve([]),
     checkAbort: () => undefined,
   };
   return { engine, log, killedPids };

@@ -29,6 +29,7 @@ import {
   escapeForDisplay,
   isDeadState,
   isKillPending,
+  isProcessLive,
   isProcessRunnable,
   killPid,
   parseOptions,
@@ -131,7 +132,8 @@ export const reapOptionsSchema = z
      * exited, zombies aside. A process with SIGKILL pending runs no user code, but the kernel's
      * exit work still writes to its memory (`clear_child_tid`, robust futexes), which can be a
      * shared mapping of a submission file: collect only after the exits. If they do not finish
-     * by the deadline the reap is not confirmed (`UNREAPABLE`). Needs a uid in the target.
+     * by the deadline the reap is not confirmed (`UNREAPABLE`). With a group, its members must
+     * have exited too, and a namespace init must be dead. Needs a uid in the target.
      * @default false
      */
     awaitExit: z.boolean().default(false),
@@ -163,6 +165,8 @@ export interface ReapEngine {
   runInCohort(): Promise<HelperOutcome>;
   inspectInit(pid: number): InitView | undefined;
   liveGroupMembers(group: KillableGroup): Promise<number[]>;
+  /** Members that have not exited (zombies aside), dying ones included. */
+  groupMembers(group: KillableGroup): Promise<number[]>;
   checkAbort(): void;
 }
 
@@ -217,6 +221,7 @@ export async function reap(target: ReapTarget, options: ReapOptions = {}): Promi
     runInCohort: () => runHelper(helperArgv!, parsed.helperTimeoutMs),
     inspectInit: (pid) => inspectInit(pid, ownPidNamespace),
     liveGroupMembers: async (killable) => (await killable.pids()).filter((pid) => isProcessRunnable(pid)),
+    groupMembers: async (killable) => (await killable.pids()).filter((pid) => isProcessLive(pid)),
     checkAbort: () => {
       if (abortSignal?.aborted) {
         throw new ProcReaperError('ABORTED', 'reap was aborted; nothing is confirmed', {
@@ -429,11 +434,28 @@ export async function runReap(
     }
   };
 
-  /** Wait with a growing pause (2 to 50 ms) until the uid has no process left; how many are left at the deadline. */
+  /**
+   * Wait with a growing pause (2 to 50 ms) until nothing of the target is left, zombies aside:
+   * no process of the uid, no member of the group, the namespace init dead. How many are left
+   * at the deadline.
+   */
   const awaitExits = async (forUid: number): Promise<number> => {
     for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
       const walk = engine.walk(forUid);
-      const left = walk.alive.length + (walk.complete ? 0 : 1);
+      let left = walk.alive.length + (walk.complete ? 0 : 1);
+      if (group !== undefined) {
+        try {
+          const members = await bounded(engine.groupMembers(group), 'pids()');
+          const known = new Set(walk.alive.map((proc) => proc.pid));
+          left += members.filter((pid) => !known.has(pid)).length;
+        } catch {
+          left += 1;
+        }
+      }
+      if (initPid !== undefined && initIdentity !== undefined) {
+        const view = engine.inspectInit(initPid);
+        if (view !== undefined && !view.dead && view.startTicks === initIdentity) left += 1;
+      }
       if (left === 0 || engine.now() >= deadline) return left;
       await engine.sleep(Math.min(pause, deadline - engine.now()));
     }

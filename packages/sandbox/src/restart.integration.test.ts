@@ -55,7 +55,11 @@ describe('a sandbox whose processes were all stopped', () => {
 
     // What collectAndGrade does between steps: proc-reaper with the uid and the group. The
     // group holds PID 1 of the namespace too (the launch prefix joins it before unshare).
-    const record = await reap({ uid: box.uid, group: box.handle.group }, { deadlineMs: 30_000 });
+    // Its default collector waits for the exits before custody (awaitExit): so must this.
+    const record = await reap(
+      { uid: box.uid, group: box.handle.group },
+      { deadlineMs: 30_000, awaitExit: true },
+    );
     expect(record.confirmedEmpty).toBe(true);
     expect(pidsOfUid(box.uid)).toEqual([]);
     expect(await box.handle.group.pids()).toEqual([]);
@@ -81,7 +85,9 @@ describe('a sandbox whose processes were all stopped', () => {
     expect(rw).toMatchObject({ stdout: 'home-ok\n', restarted: false, notice: undefined });
 
     // A second reap; this time a file tool is the first to need the world.
-    expect((await reap({ uid: box.uid, group: box.handle.group })).confirmedEmpty).toBe(true);
+    expect((await reap({ uid: box.uid, group: box.handle.group }, { awaitExit: true })).confirmedEmpty).toBe(
+      true,
+    );
     expect(await box.files.view({ path: 'answer.txt' })).toMatchObject({ ok: true, content: 'step1\n' });
     const step3 = await box.exec('echo step3 >> ~/answer.txt; cat ~/answer.txt');
     expect(step3).toMatchObject({ stdout: 'step1\nstep3\n', restarted: true });

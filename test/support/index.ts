@@ -34,17 +34,16 @@ export function pidsOfUid(uid: number): number[] {
 }
 
 /**
- * {@link pidsOfUid} without the processes that have SIGKILL pending (`SigPnd` or `ShdPnd` bit
- * 8): those never run again, though the kernel may still be tearing them down.
+ * {@link pidsOfUid} without the processes that have SIGKILL pending for the whole process
+ * (`ShdPnd` bit 8, the reaper's rule): those never run again, though the kernel may still be
+ * tearing them down.
  */
 export function runnablePidsOfUid(uid: number): number[] {
   return pidsOfUid(uid).filter((pid) => {
     try {
       const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-      const masks = [...status.matchAll(/^(?:SigPnd|ShdPnd):\s+([0-9a-f]+)$/gm)].map((m) =>
-        BigInt(`0x${m[1]}`),
-      );
-      return !masks.some((mask) => (mask & (1n << 8n)) !== 0n);
+      const shared = /^ShdPnd:\s+([0-9a-f]+)$/m.exec(status)?.[1];
+      return shared === undefined || (BigInt(`0x${shared}`) & (1n << 8n)) === 0n;
     } catch {
       return false; // exited
     }
@@ -200,4 +199,21 @@ export function keyringSyscalls(): { addKey: number; keyctl: number } {
   if (numbers === undefined)
     throw new Error(`the keyring syscall numbers of ${process.arch} are not known here`);
   return numbers;
+}
+
+/** A replay file's assistant messages (the repository's own example files). */
+export function replayOf(file: string): Record<string, unknown>[] {
+  // eslint-disable-next-line no-restricted-syntax -- trusted input: the repository's own example files
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>[];
+}
+
+/** An assistant message with one bash call. */
+export function bashMessage(id: string, command: string): Record<string, unknown> {
+  return {
+    role: 'assistant',
+    content: null,
+    tool_calls: [
+      { id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } },
+    ],
+  };
 }

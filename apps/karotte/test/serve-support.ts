@@ -97,21 +97,7 @@ export async function startServe(
   };
 }
 
-/** A replay file's messages. */
-export function replayOf(file: string): Record<string, unknown>[] {
-  return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>[];
-}
-
-/** An assistant message with one bash call. */
-export function bashMessage(id: string, command: string): Record<string, unknown> {
-  return {
-    role: 'assistant',
-    content: null,
-    tool_calls: [
-      { id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } },
-    ],
-  };
-}
+export { bashMessage, replayOf } from '../../../test/support/index.js';
 
 /** What a student uid left on the host: processes and its identity lease. */
 export function leftoversOfUid(uid: number): string[] {

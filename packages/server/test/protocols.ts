@@ -71,22 +71,7 @@ export async function startTestServer(
   }
 }
 
-/** A replay file's assistant messages. */
-export function replayOf(file: string): Record<string, unknown>[] {
-  // eslint-disable-next-line no-restricted-syntax -- trusted input: the repository's own example files
-  return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>[];
-}
-
-/** An assistant message with one bash call. */
-export function bashMessage(id: string, command: string): Record<string, unknown> {
-  return {
-    role: 'assistant',
-    content: null,
-    tool_calls: [
-      { id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } },
-    ],
-  };
-}
+export { bashMessage, replayOf } from '../../../test/support/index.js';
 
 const LEASES = '/run/karotte/sandbox/uids';
 const CGROUP_CONTROLLERS = ['memory', 'pids', 'freezer', 'cpu,cpuacct', 'unified'];

@@ -51,8 +51,9 @@ const integration = {
   },
 };
 
-// Tests that measure timing (a timing side channel proven open) run alone, after everything
-// else: on a 2-core host the rest of the suite is noise that can drown what they measure.
+// Tests that measure timing (a timing side channel proven open) or a host-wide counter (the
+// host's TCP memory) run alone, after everything else: on a 2-core host the rest of the suite
+// is noise that can drown what they measure.
 const quiet = {
   extends: true as const,
   test: {

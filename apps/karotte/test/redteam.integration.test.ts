@@ -37,19 +37,21 @@ describe('karotte redteam', () => {
       const bad = r.rows
         .filter((row) => !row.ok)
         .map((row) => `${row.id}: ${row.status} ${row.score} ${row.reason}`);
-      expect(bad).toEqual([]);
+      // The rows in the message too: a CI summary shows the message, not the diff.
+      expect(bad, bad.join('; ')).toEqual([]);
       // And each was stopped by the defense it expects (its declared outcome).
       const unexpected = r.rows
         .filter((row) => row.kind === 'attack' && !row.asExpected)
         .map((row) => `${row.id}: ${row.reason} (expected ${(row.expected ?? []).join('|')})`);
-      expect(unexpected).toEqual([]);
+      expect(unexpected, unexpected.join('; ')).toEqual([]);
       expect(r.status).toBe(0);
       const attacks = r.rows.filter((row) => row.kind === 'attack');
       expect(attacks.length).toBeGreaterThanOrEqual(100);
       const control = r.rows.find((row) => row.kind === 'control');
       expect(control).toMatchObject({ status: 'passed', score: 1 });
       // Nothing the student does turns a run into `error`.
-      expect(r.rows.filter((row) => row.status === 'error')).toEqual([]);
+      const errors = r.rows.filter((row) => row.status === 'error').map((row) => `${row.id}: ${row.reason}`);
+      expect(errors, errors.join('; ')).toEqual([]);
 
       // Only the attacks of the task's languages ran: Python ones on the Python task only,
       // C ones on none of these.

@@ -59,3 +59,12 @@ export function childrenOf(pid: number): number[] {
   }
   return out;
 }
+
+/** The argument vector of `pid` as the kernel shows it, or undefined once it is gone. */
+export function commandLineOf(pid: number): Buffer | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`);
+  } catch {
+    return undefined;
+  }
+}

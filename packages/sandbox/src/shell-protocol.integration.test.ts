@@ -223,6 +223,36 @@ describe('each command runs in its own subshell, and the shell state carries ove
     expect((await box.exec('pwd; echo $AFTER_TIMEOUT; cd ~')).stdout).toBe('/tmp\nkept\n');
   });
 
+  it('a timed-out command keeps a large state too (the sweeps after the first kill spare the fork that saves it)', async () => {
+    // 3,000 variables take the subshell's state-saving fork well past one 50 ms sweep.
+    const stuck = await box.exec(
+      'for ((i = 0; i < 3000; i++)); do printf -v "karotte_big_$i" "%s" "value-$i-of-a-large-state"; done; ' +
+        'export AFTER_BIG_TIMEOUT=kept; sleep 60',
+      { timeoutMs: 3000 },
+    );
+    expect(stuck).toMatchObject({ timedOut: true, exitCode: null, restarted: false });
+    expect(stuck.stderr).not.toContain('could not be kept');
+    const next = await box.exec(
+      'echo "$AFTER_BIG_TIMEOUT $karotte_big_2999"; unset -v AFTER_BIG_TIMEOUT "${!karotte_big_@}"',
+    );
+    expect(next.stdout).toBe('kept value-2999-of-a-large-state\n');
+  });
+
+  it('a state whose saving is killed is not taken: the next command starts from the one before, and is told', async () => {
+    await box.exec('export KAROTTE_KEPT=one');
+    // A function named `builtin` runs in place of the builtin: inside the fork that saves the
+    // state (a nested subshell), it kills that fork.
+    const lost = await box.exec(
+      'builtin() { if ((BASH_SUBSHELL > 1)); then kill -9 "$BASHPID"; fi; command builtin "$@"; }; export KAROTTE_LOST=two; echo ran',
+    );
+    expect(lost).toMatchObject({ stdout: 'ran\n', exitCode: 0, restarted: false });
+    expect(lost.stderr).toContain('the process saving it was killed');
+    const next = await box.exec(
+      'echo "$KAROTTE_KEPT ${KAROTTE_LOST-unset}"; declare -F builtin || echo no-function; unset -v KAROTTE_KEPT',
+    );
+    expect(next).toMatchObject({ stdout: 'one unset\nno-function\n', stderr: '', restarted: false });
+  });
+
   it('a background job outlives its command and is still there for the next one (by pid)', async () => {
     await box.exec('sleep 120 & echo $! > ~/karotte-bg-job.pid');
     const alive = await box.exec(

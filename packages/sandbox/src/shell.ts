@@ -5,7 +5,7 @@ import type { Readable, Writable } from 'node:stream';
 import { BadArgumentError, identityOf, isSameProcessAlive, killPid, readProcessStat } from '@karotte/base';
 import type { ProcessIdentity, ProcessStat } from '@karotte/base';
 import { OutputCapture, TokenScanner } from './output.js';
-import { childrenOf, processStatsOfUid } from './procfs.js';
+import { childrenOf, commandLineOf, processStatsOfUid } from './procfs.js';
 import { SHELL_BOOT, SHELL_SCRIPT } from './shell-script.js';
 import type { World } from './confinement/world.js';
 import { ROOT_ENV, WorldGoneError } from './confinement/world.js';
@@ -85,6 +85,8 @@ interface Session {
   bashPid: number;
   /** The bash's identity once found (the guard against a reused pid when it is killed). */
   bashIdentity: ProcessIdentity | undefined;
+  /** The bash's argument vector: a fork of the shell that did not exec has the same one. */
+  bashCommandLine: Buffer | undefined;
   /** The shell wrote `R`: it is about to read its first command. Before that, it read none. */
   ready: boolean;
 }
@@ -184,6 +186,7 @@ export class PersistentShell {
       markerEof: false,
       bashPid: 0,
       bashIdentity: undefined,
+      bashCommandLine: undefined,
       ready: false,
     };
     child.on('error', () => {
@@ -379,6 +382,7 @@ export class PersistentShell {
             session,
             before,
             Math.max(0, Math.min(GRACE_SWEEP_MS, graceDeadline - now)),
+            true,
           );
         }
         const wait = Math.max(1, Math.min(stopped ? graceDeadline : deadline, deadline) - now);
@@ -491,6 +495,7 @@ export class PersistentShell {
     if (pid === undefined) return;
     session.bashPid = pid;
     session.bashIdentity = identityOf(pid);
+    session.bashCommandLine = commandLineOf(pid);
   }
 
   /**
@@ -502,10 +507,26 @@ export class PersistentShell {
    * orphans included. A command's shell that does not come back (a builtin loop) is replaced
    * with the whole shell after the grace period; once the shell is gone it is no longer its
    * child, and the next pass kills it. Repeated until a pass finds none or `budgetMs` is
-   * spent, so a fork loop cannot outrun it (the pids limit bounds it).
+   * spent, so a fork loop cannot outrun it (the pids limit bounds it). The passes after the
+   * first (all of them with `spareShellForks`) leave alone a process with the shell's own
+   * argument vector, a fork of it that did not exec (a subshell, a command substitution):
+   * once its job is killed, the command's subshell forks one to save the state it leaves,
+   * and a sweep that killed it would lose that state. A loop of such forks is ended with the
+   * whole shell when the grace is over.
    */
-  private async killForeground(session: Session, before: Set<string>, budgetMs = 2000): Promise<void> {
+  private async killForeground(
+    session: Session,
+    before: Set<string>,
+    budgetMs = 2000,
+    spareShellForks = false,
+  ): Promise<void> {
     this.findBash(session);
+    let spare = spareShellForks;
+    const isShellFork = (pid: number): boolean => {
+      if (!spare || session.bashCommandLine === undefined) return false;
+      const line = commandLineOf(pid);
+      return line !== undefined && line.equals(session.bashCommandLine);
+    };
     const deadline = performance.now() + budgetMs;
     for (;;) {
       const all = processStatsOfUid(this.options.uid);
@@ -526,10 +547,13 @@ export class PersistentShell {
           info.pid !== session.bashPid &&
           info.ppid !== session.bashPid &&
           !predates(info) &&
-          !forkedByEarlierJob(info),
+          !forkedByEarlierJob(info) &&
+          !isShellFork(info.pid),
       );
       if (victims.length === 0) return;
       for (const victim of victims) killPid(victim.pid);
+      // The command's subshell goes on once its job is killed, and forks to save its state.
+      spare = true;
       // Every pass kills what it found; the budget only bounds how many passes follow.
       if (performance.now() > deadline) return;
       await new Promise((resolve) => setTimeout(resolve, 5));

@@ -86,7 +86,7 @@ while builtin read -r -d '' -u 3 __karotte_command; do
     # one), and the options before aliases and shopt (expand_aliases) only in the text: they
     # wait in a variable of the restored text, evaluated at its end; traps last (a DEBUG trap
     # would run before every line after it).
-    __karotte_saved=$(
+    if ! __karotte_saved=$(
       __karotte_options=''
       for __karotte_name in allexport braceexpand emacs hashall histexpand history ignoreeof \
         interactive-comments keyword monitor noclobber noglob nolog notify physical pipefail posix vi; do
@@ -127,14 +127,22 @@ while builtin read -r -d '' -u 3 __karotte_command; do
       # shellcheck disable=SC2016 # code for the next restore to run: it must not expand here.
       builtin printf '%s\n' 'builtin eval "$__karotte_deferred"' 'builtin unset -v __karotte_deferred'
       builtin trap -p
-    )
+    ); then
+      # Killed before it was done (the OOM killer, say), it left part of the state: none goes
+      # back, and the shell keeps the state the command started from.
+      __karotte_saved=''
+    fi
     __karotte_saved+=$'\n'
     builtin trap - DEBUG RETURN ERR
     # The state goes back only now, on a descriptor the command never had: length, bytes, end mark.
     builtin declare LC_ALL=C 2>/dev/null
     # `command exec`: permanent like exec, and never a function of the command's.
     if command exec {__karotte_fd}>"/proc/$$/fd/8"; then
-      builtin printf '%d\n%s%s\n' "${#__karotte_saved}" "$__karotte_saved" 'karotte-state-end' >&"$__karotte_fd"
+      if [[ $__karotte_saved == $'\n' ]]; then
+        builtin printf '0\nkarotte-state-lost\n' >&"$__karotte_fd"
+      else
+        builtin printf '%d\n%s%s\n' "${#__karotte_saved}" "$__karotte_saved" 'karotte-state-end' >&"$__karotte_fd"
+      fi
     fi
     builtin trap - EXIT
     builtin exit "$__karotte_status"
@@ -192,6 +200,8 @@ while builtin read -r -d '' -u 3 __karotte_command; do
       builtin kill -s "$((__karotte_status - 128))" "$$"
     fi
     builtin exit "$__karotte_status"
+  elif [[ $__karotte_part == karotte-state-lost ]]; then
+    builtin printf 'karotte: the shell state this command left could not be kept (the process saving it was killed); the next command starts from the state before it\n' >&6
   else
     builtin printf 'karotte: the shell state this command left could not be kept (it was malformed)\n' >&6
   fi

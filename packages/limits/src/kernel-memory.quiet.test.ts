@@ -1,6 +1,10 @@
 // Memory the kernel pins for a student outside what a v1 memory cgroup counts, on this host's
 // real cgroups: locked memory (perf ring buffers are bounded only by RLIMIT_MEMLOCK, per
 // process) and TCP buffers (v1 charges them only with memory.kmem.tcp.limit_in_bytes).
+//
+// In the `quiet` project (alone, after every other test): the flood is measured against the
+// host's own TCP memory (/proc/net/sockstat), which the rest of the suite's loopback traffic
+// moves by tens of MiB on a loaded 2-core host.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';

@@ -29,8 +29,8 @@ if (want('lint')) {
   run(process.execPath, ['scripts/check-readmes.mjs']);
   run(process.execPath, ['scripts/check-docs.mjs']);
   run(pnpm, ['exec', 'prettier', '--check', '.', '--log-level', 'warn']);
-  // The shell programs the packages run (src/**/programs/*.sh, inlined into their bundles).
-  run(shellcheck(), shellPrograms());
+  // The shell programs the packages run (src/**/programs/*.sh, inlined into their bundles) and CI's own script.
+  run(shellcheck(), [...shellPrograms(), '.ci/run']);
   // Unused files, exports and dependencies (knip); one monorepo shape (sherif).
   run(pnpm, ['exec', 'knip', '--no-progress']);
   run(pnpm, ['exec', 'sherif']);

@@ -15,7 +15,7 @@ const builds = [
 ];
 const modules = await Promise.all(builds.map(([, url]) => import(url)));
 const MiB = 1024 * 1024;
-const LIMITS = { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, pidsMax: 128 };
+const LIMITS = { diskBytes: 16 * MiB, memoryBytes: 256 * MiB, pids: 128 };
 const runs = Number(process.env.KAROTTE_BENCH_RUNS ?? 9);
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 

@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { APP_DIR, EXAMPLES_DIR, appHiddenPaths } from './examples.js';
+import { APP_DIR, appHiddenPaths } from './app-world.js';
+import { EXAMPLES_DIR } from './examples.js';
 
 describe('appHiddenPaths', () => {
   it("hides the app's directory, which holds every example's answer key and the fixtures' copies", () => {

@@ -107,7 +107,7 @@ describe.skipIf(!isRoot && !inCI)('the catalog and the examples through MCP', ()
         'quarterly-revenue',
         attackReplay(attack, 'answer.txt') as unknown as Record<string, unknown>[],
       );
-      expect(result.status).not.toBe('error');
+      expect(result.status, JSON.stringify(result.error)).not.toBe('error');
       expect(result.score).toBe(0);
       expect(result.blame).not.toBe('infra');
       expect(leftoversOfUid(result.sandbox.uid!)).toEqual([]);

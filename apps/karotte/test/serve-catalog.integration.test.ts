@@ -4,22 +4,15 @@
 // drive an episode; it must not be a way around a defense.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EnvironmentClient } from '@karotte/server';
-import { ATTACKS } from '../src/redteam/catalog.js';
 import { attackReplay } from '../src/redteam/replay.js';
-import { leftoversOfUid, startServe, type Served } from './serve-support.js';
+import { leftoversOfUid, protocolAttacks, startServe, type Served } from './serve-support.js';
 
 const isRoot = process.getuid?.() === 0;
 const inCI = process.env['CI'] === 'true';
 if (!isRoot && !inCI)
   console.log('[karotte] serve catalog integration tests skipped: they need root (real sandboxes)');
 
-const CLASSES = new Set(['answer-key-theft', 'network']);
-const attacks = ATTACKS.filter(
-  (attack) =>
-    CLASSES.has(attack.class) &&
-    attack.requires === undefined &&
-    (attack.languages.includes('any') || attack.languages.includes('javascript')),
-);
+const attacks = protocolAttacks();
 
 describe.skipIf(!isRoot && !inCI)('the catalog through karotte serve', () => {
   let served: Served;
@@ -48,7 +41,7 @@ describe.skipIf(!isRoot && !inCI)('the catalog through karotte serve', () => {
         if (answer.done) break;
       }
       const result = await client.finish(episode.episodeId);
-      expect(result.status).not.toBe('error');
+      expect(result.status, JSON.stringify(result.error)).not.toBe('error');
       expect(result.score).toBe(0);
       expect(result.blame).not.toBe('infra');
       expect(leftoversOfUid(result.sandbox.uid!)).toEqual([]);

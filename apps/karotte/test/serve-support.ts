@@ -7,6 +7,8 @@ import path from 'node:path';
 import { DEFAULT_SANDBOX_STATE_DIR, listLeases } from '@karotte/sandbox';
 import { createEnvironmentClient, type EnvironmentClient } from '@karotte/server';
 import { pidsOfUid } from '../../../test/support/index.js';
+import type { Attack } from '../src/redteam/attack.js';
+import { ATTACKS } from '../src/redteam/catalog.js';
 
 const app = path.resolve(import.meta.dirname, '..');
 const cli = path.join(app, 'dist', 'cli.js');
@@ -98,6 +100,36 @@ export async function startServe(
 }
 
 export { bashMessage, replayOf } from '../../../test/support/index.js';
+
+/** The catalog's classes every client replays through the protocol (the issue's "answer-key and network"). */
+const PROTOCOL_CLASSES = new Set(['answer-key-theft', 'network']);
+
+/** Every attack of those classes that runs on a JavaScript task with nothing extra installed. */
+export function protocolAttacks(): Attack[] {
+  return ATTACKS.filter(
+    (attack) =>
+      PROTOCOL_CLASSES.has(attack.class) &&
+      attack.requires === undefined &&
+      (attack.languages.includes('any') || attack.languages.includes('javascript')),
+  );
+}
+
+/**
+ * `roman-small` in `tasksDir`: roman-numerals with 64 pids. Eight sandboxes of 256 pids x 1024
+ * files do not fit this host's admission ledger (80 % of fs.file-max) at once, and a group of
+ * 8 is built at once.
+ */
+export function writeSmallRomanTask(tasksDir: string): string {
+  const dir = path.join(tasksDir, 'roman-small');
+  fs.cpSync(path.join(examples, 'roman-numerals'), dir, { recursive: true });
+  const taskFile = path.join(dir, 'task.json');
+  // eslint-disable-next-line no-restricted-syntax -- trusted input: the example's own task.json
+  const task = JSON.parse(fs.readFileSync(taskFile, 'utf8')) as { id: string; limits: { pids: number } };
+  task.id = 'roman-small';
+  task.limits.pids = 64;
+  fs.writeFileSync(taskFile, JSON.stringify(task));
+  return 'roman-small';
+}
 
 /** What a student uid left on the host: processes and its identity lease. */
 export function leftoversOfUid(uid: number): string[] {

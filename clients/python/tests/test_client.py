@@ -3,8 +3,11 @@
 The first class runs everywhere (a stub server of the standard library). The second drives a
 live ``karotte serve``: it needs ``KAROTTE_URL`` and ``KAROTTE_TOKEN`` (the project's integration
 test ``apps/karotte/test/serve-python.integration.test.ts`` starts the server and sets them, with
-``KAROTTE_EXAMPLES`` and ``KAROTTE_MAX_EPISODES``). Without them it is skipped with that reason,
-unless ``KAROTTE_REQUIRE_LIVE=1``, when their absence is a failure.
+``KAROTTE_EXAMPLES``, ``KAROTTE_MAX_EPISODES``, ``KAROTTE_TASK_IDS`` (the served ids, in order),
+``KAROTTE_SMALL_TASK`` (a task whose sandboxes fit ``KAROTTE_MAX_EPISODES`` at once: the group and
+the capacity test use it), ``KAROTTE_GROUP_SIZE`` and ``KAROTTE_ATTACKS`` (a JSON file of the
+red-team catalog's attacks to replay, ``[{"id", "messages"}]``). Without the first two it is
+skipped with that reason, unless ``KAROTTE_REQUIRE_LIVE=1``, when their absence is a failure.
 """
 
 from __future__ import annotations
@@ -101,6 +104,9 @@ LIVE_URL = os.environ.get("KAROTTE_URL")
 LIVE_TOKEN = os.environ.get("KAROTTE_TOKEN")
 REQUIRE_LIVE = os.environ.get("KAROTTE_REQUIRE_LIVE") == "1"
 EXAMPLES = Path(os.environ.get("KAROTTE_EXAMPLES", "apps/karotte/examples"))
+TASK_IDS = os.environ.get("KAROTTE_TASK_IDS", "quarterly-revenue,roman-numerals").split(",")
+SMALL_TASK = os.environ.get("KAROTTE_SMALL_TASK", "quarterly-revenue")
+ATTACKS = os.environ.get("KAROTTE_ATTACKS")
 
 
 def _bash(call_id: str, command: str) -> dict[str, Any]:
@@ -160,7 +166,7 @@ class ClientAgainstLiveServer(unittest.TestCase):
 
     def test_lists_the_tasks(self) -> None:
         ids = [t["id"] for t in self.client.tasks()]
-        self.assertEqual(ids, ["quarterly-revenue", "roman-numerals"])
+        self.assertEqual(ids, TASK_IDS)
         self.assertEqual(self.client.capabilities()["protocol"], "karotte-env/1")
 
     def test_both_examples_solved_by_their_control_replays(self) -> None:
@@ -181,12 +187,29 @@ class ClientAgainstLiveServer(unittest.TestCase):
         self.assertEqual((result["status"], result["reward"], result["blame"]), ("failed", 0, "none"))
 
     def test_a_group_has_one_fingerprint(self) -> None:
-        size = min(4, int(os.environ.get("KAROTTE_MAX_EPISODES", "2")))
-        group = self.client.create_group("roman-numerals", size, seed=99)
+        size = int(os.environ.get("KAROTTE_GROUP_SIZE", "0")) or min(4, int(os.environ.get("KAROTTE_MAX_EPISODES", "2")))
+        group = self.client.create_group(SMALL_TASK, size, seed=99)
         self.assertEqual(len(group.episodes), size)
+        self.assertEqual(len({e.episode_id for e in group.episodes}), size)
         self.assertEqual({e.world_fingerprint for e in group.episodes}, {group.world_fingerprint})
-        for episode in group.episodes:
-            self.assertEqual(self.client.finish(episode.episode_id)["worldFingerprint"], group.world_fingerprint)
+        results = [self.client.finish(episode.episode_id) for episode in group.episodes]
+        self.assertEqual({r["worldFingerprint"] for r in results}, {group.world_fingerprint})
+        self.assertEqual(len({r["sandbox"]["uid"] for r in results}), size)
+        other = self.client.create_episode(SMALL_TASK, seed=100)
+        self.assertNotEqual(other.world_fingerprint, group.world_fingerprint)
+        self.client.cancel(other.episode_id)
+
+    def test_the_catalog_attacks_score_zero_through_the_protocol(self) -> None:
+        if not ATTACKS:
+            self.skipTest("no KAROTTE_ATTACKS file (the project's integration test writes one from the catalog)")
+        attacks = json.loads(Path(ATTACKS).read_text())
+        self.assertGreaterEqual(len(attacks), 10)
+        for attack in attacks:
+            with self.subTest(attack["id"]):
+                result = self._solve("quarterly-revenue", attack["messages"])
+                self.assertNotEqual(result["status"], "error", result.get("error"))
+                self.assertEqual((result["score"], result["reward"]), (0, 0))
+                self.assertNotEqual(result["blame"], "infra")
 
     def test_exactly_once_turns_and_409s(self) -> None:
         episode = self.client.create_episode("quarterly-revenue")
@@ -241,13 +264,13 @@ class ClientAgainstLiveServer(unittest.TestCase):
 
     def test_at_capacity_the_client_waits_and_retries(self) -> None:
         capacity = int(os.environ.get("KAROTTE_MAX_EPISODES", "2"))
-        held = [self.client.create_episode("quarterly-revenue") for _ in range(capacity)]
+        held = [self.client.create_episode(SMALL_TASK) for _ in range(capacity)]
         waits: list[float] = []
         retrying = KarotteClient(LIVE_URL or "", LIVE_TOKEN or "", sleep=lambda s: (waits.append(s), _sleep(s))[1])
         timer = threading.Timer(1.5, lambda: self.client.finish(held[0].episode_id))
         timer.start()
         try:
-            extra = retrying.create_episode("quarterly-revenue")
+            extra = retrying.create_episode(SMALL_TASK)
         finally:
             timer.join()
         self.assertGreater(len(waits), 0)

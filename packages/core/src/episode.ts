@@ -311,11 +311,6 @@ export class Episode {
     return this.controller.signal;
   }
 
-  /** @deprecated The old name of {@link abortSignal} (a bare `signal` names no kind of signal). */
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
   /**
    * Record a fault that happened outside the episode's own calls (the agent failed, the
    * driver crashed): the result becomes `error` with this code, and the transcript gets an
@@ -784,7 +779,7 @@ export class Episode {
     await t.append('step_ended', { step: index, status: verdict.status, score: verdict.score, stopReason });
     const outcome = { index, verdict };
     this.outcomes.push(outcome);
-    for (const m of verdict.misbehavior) this.misbehavior.push(createMisbehaviorCopy(m));
+    for (const m of verdict.misbehavior) this.misbehavior.push(copyMisbehavior(m));
     this.stepIndex += 1;
     if (verdict.status !== 'passed' || this.controller.signal.aborted) {
       // A failed step ends the task: later steps build on it.
@@ -1096,7 +1091,7 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | 
   });
 }
 
-function createMisbehaviorCopy(m: Verdict['misbehavior'][number]): MisbehaviorRecord {
+function copyMisbehavior(m: Verdict['misbehavior'][number]): MisbehaviorRecord {
   return m.path === undefined
     ? { code: m.code, message: m.message }
     : { code: m.code, message: m.message, path: m.path };

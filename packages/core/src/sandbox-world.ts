@@ -200,9 +200,14 @@ async function worldOf(sandbox: Sandbox, spec: WorldSpec): Promise<StudentWorld>
       return { hits: outcome.limitHits, misbehavior: outcome.misbehavior };
     },
     async destroy(): Promise<void> {
-      const report = await sandbox.destroy();
-      if (report.leftovers.length > 0) {
-        throw new CoreError('TEARDOWN_INCOMPLETE', `teardown left ${report.leftovers.join(', ')}`);
+      try {
+        await sandbox.destroy();
+      } catch (error) {
+        // The sandbox throws when anything of it stayed (its uid stays leased, for a later reclaim).
+        if (SandboxError.isInstance(error) && error.code === 'TEARDOWN_INCOMPLETE') {
+          throw new CoreError('TEARDOWN_INCOMPLETE', error.message, { cause: error });
+        }
+        throw error;
       }
     },
   };

@@ -30,7 +30,7 @@ export const taskLimitsSchema = z
   .object({
     /** Student memory, RAM-backed files included, in bytes (at least 16 MiB). @default derived from the host */
     memoryBytes: student.memoryBytes,
-    /** Student processes and threads, the sandbox's own included (16 to 4194304). @default 2048 */
+    /** Student processes and threads, the sandbox's own included (16 to 4194304). @default 512 */
     pids: student.pids.unwrap().optional(),
     /** Student disk quota for the working directory, in bytes (8 MiB to 1 PiB). @default 1 GiB */
     diskBytes: student.diskBytes.unwrap().optional(),

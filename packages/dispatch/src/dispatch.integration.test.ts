@@ -166,7 +166,7 @@ if (skip && process.env['CI'] === 'true')
     'the dispatch tests need root, redis-server, nsenter, ip and the built CLI: CI=true forbids skipping them',
   );
 
-describe.skipIf(skip)('karotte worker over BullMQ on Redis (T1–T9)', { timeout: 300_000 }, () => {
+describe.skipIf(skip)('karotte worker over BullMQ on Redis (T1–T10)', { timeout: 300_000 }, () => {
   beforeAll(async () => {
     cluster = new Cluster();
     cluster.create(3);
@@ -449,6 +449,28 @@ describe.skipIf(skip)('karotte worker over BullMQ on Redis (T1–T9)', { timeout
       const printed = await waitResults('t7', 't7');
       await expectOneAcceptedResult(q, ids, printed, [], [w1]);
       for (const id of ids) expect(attemptsOf(w1, id)).toHaveLength(1);
+      expect((await w1.stop()).code).toBe(0);
+      await expectNoLeftovers([w1.pid], [1]);
+    } finally {
+      await q.close();
+    }
+  });
+
+  it('T10: --warm-pool 1: the episodes pass, a sandbox made ahead waits between them, and SIGTERM destroys it', async () => {
+    const q = cluster.queue('t10');
+    try {
+      const w1 = cluster.startWorker(1, 't10-w1', ['--queue', 't10', ...TIMINGS, '--warm-pool', '1']);
+      await w1.waitEvent((e) => e['event'] === 'ready', 30_000);
+      const ids = await submit('t10', 't10', path.join(EXAMPLES, 'quarterly-revenue', 'control.json'), 3);
+      const printed = await waitResults('t10', 't10');
+      await expectOneAcceptedResult(q, ids, printed, [], [w1]);
+      for (const p of printed) expect(p.result?.['status']).toBe('passed');
+      // No episode runs now: the worker's one lease is the pooled sandbox, made and unused.
+      await until(
+        'the pool holds a sandbox made ahead',
+        () => leases().filter((l) => l.ownerPid === w1.pid).length === 1,
+        30_000,
+      );
       expect((await w1.stop()).code).toBe(0);
       await expectNoLeftovers([w1.pid], [1]);
     } finally {

@@ -113,10 +113,6 @@ export const collectAndGradeOptionsSchema = z
     limitHits: gradeOptionsSchema.shape.limitHits,
     network: gradeOptionsSchema.shape.network,
     /**
-     * RAM-backed and scratch places swept for what the student left there.
-     * @default ['/dev/shm', '/tmp', '/var/tmp']
-     */
-    /**
      * Disk directories swept (with file-guard's link-safe `reclaim()`) for files the student
      * left outside its working directory. IPC objects and RAM-backed files (every read-write
      * tmpfs) are always reclaimed. Leave empty when the student's sandbox gives it a private

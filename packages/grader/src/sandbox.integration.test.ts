@@ -24,7 +24,7 @@ beforeAll(async () => {
     limits: {
       diskBytes: 16 * MiB,
       memoryBytes: 192 * MiB,
-      pidsMax: 96,
+      pids: 96,
       tmpBytes: 8 * MiB,
       shmBytes: 4 * MiB,
     },

@@ -102,7 +102,6 @@ describe('cgroup v2 backend (fake cgroupfs: this host has no v2 controllers)', (
     expect(group.limits).toEqual({
       memoryBytes: 64 * MiB,
       pids: 64,
-      pidsMax: 64,
       cpuWeight: 300,
       swap: 'limited_to_zero',
       tcpMemoryBytes: null,

@@ -54,9 +54,7 @@ export const groupOptionsSchema = z
     /** Memory kept for the harness when `memoryBytes` is derived. @default HARNESS_HEADROOM_BYTES (1 GiB) */
     harnessHeadroomBytes: z.number().int().nonnegative().default(HARNESS_HEADROOM_BYTES),
     /** Most processes and threads alive in the group at once, 1 to 4194304. @default DEFAULT_PIDS (512) */
-    pids: groupPids.optional(),
-    /** The old name of `pids`, deprecated: accepted until the next minor release; giving both with different values is an error. */
-    pidsMax: groupPids.optional(),
+    pids: groupPids.default(DEFAULT_PIDS),
     /**
      * CPU weight, 1–10000. When given and the cpu controller is missing, creation fails;
      * when omitted it is applied where the controller exists and reported otherwise.
@@ -80,13 +78,7 @@ export const groupOptionsSchema = z
     /** Cancels creation. */
     abortSignal: z.instanceof(AbortSignal).optional(),
   })
-  .strict()
-  .transform(({ pids, pidsMax, ...options }, ctx) => {
-    if (pids !== undefined && pidsMax !== undefined && pids !== pidsMax) {
-      ctx.addIssue({ code: 'custom', path: ['pidsMax'], message: 'is the old name of pids: give only pids' });
-    }
-    return { ...options, pids: pids ?? pidsMax ?? DEFAULT_PIDS };
-  });
+  .strict();
 
 /** Options of {@link createGroup} as a caller writes them. */
 export type GroupOptions = z.input<typeof groupOptionsSchema>;
@@ -123,8 +115,6 @@ export interface LimitGroup extends KillableGroup {
   readonly limits: {
     readonly memoryBytes: number;
     readonly pids: number;
-    /** The old name of `pids` (the same value), deprecated: kept until the next minor release. */
-    readonly pidsMax: number;
     /** Null when the cpu controller is not available. */
     readonly cpuWeight: number | null;
     readonly swap: AppliedLimits['swap'];
@@ -318,7 +308,7 @@ class CgroupLimitGroup implements LimitGroup {
   ) {
     this.backend = cgroup.version === 2 ? 'cgroup-v2' : 'cgroup-v1';
     this.dirs = cgroup.dirs;
-    this.limits = { ...cgroup.applied, pidsMax: cgroup.applied.pids };
+    this.limits = { ...cgroup.applied };
     this.baseline = cgroup.counters();
     const v = cgroup.version;
     this.contracts = {

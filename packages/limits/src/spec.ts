@@ -25,7 +25,7 @@ export const MAX_PIDS = 4_194_304;
 
 /**
  * Process (and thread) limit of one student: far above honest use, far below a fork bomb.
- * @default 2048
+ * @default 512
  */
 export const DEFAULT_PIDS = 512;
 
@@ -63,7 +63,7 @@ const MIN_DISK_INODES = 64;
 
 /**
  * RLIMIT_NOFILE (soft and hard) of every student process.
- * @default 4096
+ * @default 1024
  */
 export const DEFAULT_NOFILE = 1024;
 

@@ -71,12 +71,12 @@ async function useGroup(pidsMax: number): Promise<LimitGroup> {
   groupCounter += 1;
   const group = await createGroup({
     name: `karotte-test-reaper-${process.pid}-${groupCounter}`,
-    pidsMax,
+    pids: pidsMax,
     memoryBytes: 1024 * 1024 * 1024,
     eventPollMs: 0,
   });
   ctx.group = group;
-  expect(group.limits.pidsMax).toBe(pidsMax);
+  expect(group.limits.pids).toBe(pidsMax);
   return group;
 }
 

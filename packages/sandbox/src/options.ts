@@ -34,9 +34,7 @@ const pids = studentLimitsSchema.shape.pids.unwrap();
 export const sandboxLimitsSchema = studentLimitsSchema
   .extend({
     /** Most processes and threads at once, the sandbox's own included; 16 to 4194304. @default DEFAULT_PIDS (512) */
-    pids: pids.optional(),
-    /** The old name of `pids`, deprecated: accepted until the next minor release; giving both with different values is an error. */
-    pidsMax: pids.optional(),
+    pids: pids.default(DEFAULT_PIDS),
     /** Size of the private /tmp (tmpfs; its pages count against memoryBytes). @default 256 MiB */
     tmpBytes: z
       .number()
@@ -50,13 +48,7 @@ export const sandboxLimitsSchema = studentLimitsSchema
       .min(MiB)
       .default(64 * MiB),
   })
-  .strict()
-  .transform(({ pids: given, pidsMax, ...limits }, ctx) => {
-    if (given !== undefined && pidsMax !== undefined && given !== pidsMax) {
-      ctx.addIssue({ code: 'custom', path: ['pidsMax'], message: 'is the old name of pids: give only pids' });
-    }
-    return { ...limits, pids: given ?? pidsMax ?? DEFAULT_PIDS };
-  });
+  .strict();
 
 /**
  * An address the student may reach (e.g. a model proxy). Only the address is enforced (a route

@@ -139,7 +139,7 @@ describe.skipIf(!isRoot && !inCI)('the MCP endpoint of an episode', () => {
       await mcp.close();
     }
     const result = await http1.finish(episode.episodeId);
-    expect(result.status).not.toBe('error');
+    expect(result.status, JSON.stringify(result.error)).not.toBe('error');
     expect(result.reward).toBe(0);
   });
 

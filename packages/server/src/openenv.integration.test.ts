@@ -348,7 +348,8 @@ describe.skipIf(!isRoot && !inCI)('the OpenEnv endpoint of karotte serve', () =>
     expect((await http1.storedTurn(episodeId, 'x')).toolMessages[0]!.content).toContain('done-anyway');
     expect(await http1.finish(episodeId)).toMatchObject({
       status: 'error',
-      reward: null,
+      reward: 0,
+      trainable: false,
       error: { code: 'ABORTED' },
     });
   });

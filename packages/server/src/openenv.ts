@@ -454,7 +454,8 @@ class OpenEnvConnection {
       // Collected and graded by Karotte's grader in its own sandbox: the reward is the
       // grader's verdict, never anything the student could write.
       result = await this.host.finish(session);
-      reward = result.reward;
+      // An infrastructure failure is masked for the trainer: OpenEnv's reward may be null.
+      reward = result.trainable ? result.reward : null;
     }
     this.send(
       JSON.stringify({

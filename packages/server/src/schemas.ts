@@ -224,8 +224,8 @@ export const episodeResultSchema = z
     taskId: z.string(),
     status: z.enum(['passed', 'failed', 'error']),
     score: z.number(),
-    /** The score for training, or null when the episode ended in `error` (mask it). */
-    reward: z.number().nullable(),
+    /** The score for training (0 when the episode ended in `error`: `trainable` is false then, mask it). */
+    reward: z.number(),
     misbehavior: z.array(z.object({ code: z.string(), message: z.string() }).catchall(z.unknown())),
     sandbox: z.object({ uid: z.number().int().nullable() }).strict(),
     durationMs: z.number(),

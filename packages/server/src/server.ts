@@ -10,9 +10,11 @@ import {
   CoreError,
   createEpisode,
   createSandboxWorld,
+  createSandboxWorldPool,
   createToolProfile,
   loadTask,
   TOOL_PROFILE_NAMES,
+  type SandboxWorldPool,
   type Task,
   type WorldFactory,
 } from '@karotte/core';
@@ -66,6 +68,13 @@ export const environmentServerOptionsSchema = z
     reconnectGraceMs: z.number().int().min(0).max(86_400_000).default(30_000),
     /** OpenEnv WebSocket connections open at once; past it an upgrade is a 503. @default 4 x maxEpisodes + 16 */
     maxConnections: z.number().int().min(1).max(65_536).optional(),
+    /**
+     * Sandboxes kept made and verified ahead of the episodes, per task configuration
+     * (`createSandboxWorldPool` of `@karotte/core`; each is fresh and used once), drained by
+     * `close()`. Only for the default worlds: a `createWorld` of the caller's makes its own.
+     * @default 0
+     */
+    warmPool: z.number().int().min(0).max(64).default(0),
   })
   .strict();
 
@@ -94,6 +103,8 @@ export interface EnvironmentServer {
    * turn, as on `/v1/episodes/{id}/mcp`; the transport is closed when the episode ends.
    */
   connectMcp(episodeId: string, transport: McpTransport): Promise<void>;
+  /** The warm pool's counts (made, warm, cold, discarded, failed, idle), or null without `warmPool`. */
+  warmPoolStats(): ReturnType<SandboxWorldPool['stats']> | null;
   /** Listen; resolves with the address (`127.0.0.1:<port>` or the socket path) once requests are accepted. */
   listen(target: ListenTarget): Promise<string>;
   /**
@@ -120,14 +131,26 @@ export function isLoopbackHost(host: string): boolean {
 export async function createEnvironmentServer(options: EnvironmentServerOptions): Promise<EnvironmentServer> {
   const { createWorld: givenWorld, ...rest } = options;
   const parsed = parseOptions(environmentServerOptionsSchema, rest, 'environment server options');
+  if (givenWorld !== undefined && parsed.warmPool > 0) {
+    throw new ServerError(
+      'INVALID_OPTIONS',
+      "warmPool applies to the default sandbox worlds only: a createWorld of the caller's makes its own (createSandboxWorldPool of @karotte/core)",
+      { field: 'warmPool' },
+    );
+  }
   const tasks = await loadTasks(parsed.tasksDir);
   const ownState = parsed.stateDir === undefined;
   const stateDir = parsed.stateDir ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'karotte-serve-')));
   await fs.chmod(stateDir, 0o700);
   const tasksDir = await fs.realpath(parsed.tasksDir);
+  const hiddenPaths = [tasksDir, stateDir, ...parsed.hiddenPaths];
+  // Made lazily: nothing is warmed before the first episode of a configuration.
+  const pool =
+    givenWorld === undefined && parsed.warmPool > 0
+      ? createSandboxWorldPool({ hiddenPaths, size: parsed.warmPool })
+      : undefined;
   const createWorld: WorldFactory =
-    givenWorld ??
-    ((spec) => createSandboxWorld(spec, { hiddenPaths: [tasksDir, stateDir, ...parsed.hiddenPaths] }));
+    givenWorld ?? pool?.createWorld ?? ((spec) => createSandboxWorld(spec, { hiddenPaths }));
   const tokenDigest = digestToken(parsed.token);
   const live = new Map<string, Session>();
   const finished = new Map<string, Session>();
@@ -549,6 +572,9 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
       const address = server.address() as net.AddressInfo;
       return `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
     },
+    warmPoolStats() {
+      return pool?.stats() ?? null;
+    },
     close() {
       closing ??= (async () => {
         clearInterval(sweep);
@@ -565,7 +591,12 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
         await mcp.close();
         server.closeAllConnections();
         await stopped;
-        if (ownState) await fs.rm(stateDir, { recursive: true, force: true });
+        try {
+          // The sandboxes made ahead, unused, are destroyed like any other.
+          await pool?.close();
+        } finally {
+          if (ownState) await fs.rm(stateDir, { recursive: true, force: true });
+        }
       })();
       return closing;
     },

@@ -402,7 +402,8 @@ export class Session {
     return {
       ...result,
       misbehavior: result.misbehavior.map((m) => ({ ...m })),
-      reward: result.status === 'error' ? null : result.score,
+      // Contract section 9: a number always (an `error` scores 0); `blame` and `trainable` mask it.
+      reward: result.score,
       episodeId: this.init.id,
       groupId: this.init.groupId,
       seed: this.init.seed,

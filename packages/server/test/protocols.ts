@@ -27,6 +27,7 @@ export async function startTestServer(
     reconnectGraceMs?: number;
     maxBodyBytes?: number;
     maxConnections?: number;
+    warmPool?: number;
     taskIds?: readonly string[];
     /** Listen on a unix socket (made in the test's directory) instead of loopback TCP. */
     socket?: boolean;
@@ -46,6 +47,7 @@ export async function startTestServer(
       ...(options.reconnectGraceMs === undefined ? {} : { reconnectGraceMs: options.reconnectGraceMs }),
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
       ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }),
+      ...(options.warmPool === undefined ? {} : { warmPool: options.warmPool }),
       // The examples' answer keys, where the app keeps them, stay out of every student's reach.
       hiddenPaths: [examples, dir],
     });

@@ -16,7 +16,7 @@ import type { Command, Io } from './command.js';
 import { listenForTermination } from '../signals.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
-import { appHiddenPaths, appWorld } from '../examples.js';
+import { appHiddenPaths, appWorld } from '../app-world.js';
 import { displaySafe, formatDuration, table, terminalWidth, truncate, wrap } from '../format.js';
 import { progressWanted } from '../progress.js';
 import { recoveringWorld } from '../recovering-world.js';

@@ -9,7 +9,7 @@ import { loadTaskOptions } from '../image-cache.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { displaySafe, formatDuration, table, terminalWidth } from '../format.js';
-import { appWorld } from '../examples.js';
+import { appWorld } from '../app-world.js';
 import { RedteamInputError, runRedteam, type RedteamRow } from '../redteam/run.js';
 import { ATTACKER_PROMPT_SHA256, runAttacker, type AttackerRun } from '../redteam/attacker.js';
 import { recoveringWorld } from '../recovering-world.js';

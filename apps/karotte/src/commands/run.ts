@@ -6,7 +6,7 @@ import type { Command } from './command.js';
 import { listenForTermination } from '../signals.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
-import { appWorld } from '../examples.js';
+import { appWorld } from '../app-world.js';
 import { displaySafe, formatDuration, terminalWidth } from '../format.js';
 import { createProgressPrinter, explainResult, progressWanted } from '../progress.js';
 import { recoveringWorld } from '../recovering-world.js';

@@ -7,7 +7,7 @@ import { createEnvironmentServer, ServerError, type ListenTarget } from '@karott
 import type { Command } from './command.js';
 import { parseFlags, UsageError } from '../args.js';
 import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
-import { APP_DIR } from '../examples.js';
+import { APP_DIR } from '../app-world.js';
 import { listenForTermination } from '../signals.js';
 
 /** The largest token file read, in bytes. */
@@ -16,7 +16,7 @@ const MAX_TOKEN_FILE_BYTES = 4096;
 export const serveCommand: Command = {
   help: [
     'Usage: karotte serve --tasks <dir> [--listen 127.0.0.1:<port> | --socket <path>] --token-file <file>',
-    '                     [--max-episodes <n>] [--idle-timeout-ms <n>]',
+    '                     [--max-episodes <n>] [--idle-timeout-ms <n>] [--warm-pool <w>]',
     '',
     'Serves the tasks in <dir> (each a task directory, named by its id) as defended episodes over',
     'HTTP (contract section 9; the whole protocol is in GET /v1/openapi.json). Every request needs',
@@ -25,9 +25,11 @@ export const serveCommand: Command = {
     'a unix socket made mode 0600 instead. Prints "listening on <address>" once requests are',
     'accepted. --max-episodes (default 8) episodes live at once; past it a create is a 503 with',
     'Retry-After. An episode untouched for --idle-timeout-ms (default 600000) is cancelled and torn',
-    'down. As root, what an earlier server killed with SIGKILL left behind (sandboxes, cgroups,',
-    'mounts) is reclaimed before listening. SIGTERM or SIGINT stops accepting, cancels every live',
-    'episode, tears its sandbox down and exits 0.',
+    'down. --warm-pool keeps <w> sandboxes of each task made and verified ahead of its episodes',
+    '(0-64, default 0; each is fresh and used once). As root, what an earlier server killed with',
+    'SIGKILL left behind (sandboxes, cgroups, mounts) is reclaimed before listening. SIGTERM or',
+    'SIGINT stops accepting, cancels every live episode, tears its sandbox down (and the unused',
+    'warm ones) and exits 0.',
     '',
     'The same server speaks OpenEnv and MCP (contract section 15): an OpenEnv client given the base',
     'URL http://<address>/openenv/<token> drives one episode per WebSocket (reset with a taskId and',
@@ -44,6 +46,7 @@ export const serveCommand: Command = {
         'token-file': { type: 'string' },
         'max-episodes': { type: 'string' },
         'idle-timeout-ms': { type: 'string' },
+        'warm-pool': { type: 'string' },
       },
       ['tasks', 'token-file'],
     );
@@ -52,6 +55,8 @@ export const serveCommand: Command = {
     const target = listenTarget(flags.listen, flags.socket);
     const maxEpisodes = positiveInteger('max-episodes', flags['max-episodes'], 1, 4096);
     const idleTimeoutMs = positiveInteger('idle-timeout-ms', flags['idle-timeout-ms'], 100, 86_400_000);
+    const warmPool =
+      flags['warm-pool'] === undefined ? undefined : integer('warm-pool', flags['warm-pool'], 0, 64);
     const tokenFile = path.resolve(flags['token-file']!);
     const token = await readToken(tokenFile);
     const tasksDir = path.resolve(flags.tasks!);
@@ -62,6 +67,7 @@ export const serveCommand: Command = {
         token,
         ...(maxEpisodes === undefined ? {} : { maxEpisodes }),
         ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
+        ...(warmPool === undefined ? {} : { warmPool }),
         // The app's own directory (answer keys of the examples) and the token stay out of reach.
         hiddenPaths: [APP_DIR, tokenFile],
       });
@@ -124,7 +130,10 @@ function positiveInteger(
   min: number,
   max: number,
 ): number | undefined {
-  if (value === undefined) return undefined;
+  return value === undefined ? undefined : integer(flag, value, min, max);
+}
+
+function integer(flag: string, value: string, min: number, max: number): number {
   if (!/^\d{1,10}$/.test(value) || Number(value) < min || Number(value) > max)
     throw new UsageError(`--${flag} must be an integer from ${min} to ${max} (got ${JSON.stringify(value)})`);
   return Number(value);

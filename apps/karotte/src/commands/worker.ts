@@ -13,11 +13,12 @@ import {
   type RedisTarget,
   type WorkerEvent,
 } from '@karotte/dispatch';
+import { createSandboxWorldPool } from '@karotte/core';
 import { z } from 'zod';
 import type { Command } from './command.js';
 import { parseFlags, prepareOutDir, UsageError } from '../args.js';
 import { EXIT_FAILURE, EXIT_OK } from '../exit-codes.js';
-import { appWorld } from '../examples.js';
+import { appHiddenPaths, appWorld } from '../app-world.js';
 
 /** The largest Redis password file read, in bytes. */
 const MAX_PASSWORD_FILE_BYTES = 4096;
@@ -179,6 +180,7 @@ export const WORKER_FLAGS = {
   'metrics-port': { type: 'string' },
   'metrics-host': { type: 'string' },
   'no-startup-check': { type: 'boolean' },
+  'warm-pool': { type: 'string' },
   endpoints: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
@@ -191,7 +193,7 @@ export const workerCommand: Command = {
     '                      [--max-stalled <n>] [--drain-timeout-ms <n>] [--max-episodes <n>]',
     '                      [--exit-when-drained [--idle-ms <n>]] [--metrics-port <port>]',
     '                      [--metrics-host <addr>] [--endpoints <file.json>]',
-    '                      [--no-startup-check] [--json]',
+    '                      [--warm-pool <w>] [--no-startup-check] [--json]',
     '',
     'Runs episodes that karotte submit put on the queue, each in a fresh sandbox, with the tasks',
     "of its own <dir> (found by id; a job's task digest, when given, must match). No answer key,",
@@ -213,7 +215,9 @@ export const workerCommand: Command = {
     'stops taking jobs, lets running episodes finish for --drain-timeout-ms (default 600000),',
     'hands the rest back to the queue untouched and exits 0; a second signal hands them back',
     'at once. --exit-when-drained exits 0 once the queue has been empty for --idle-ms (default',
-    '30000); --max-episodes after that many. Events go to stderr (--json: JSON lines on stdout).',
+    '30000); --max-episodes after that many. --warm-pool keeps <w> sandboxes of each task made',
+    'and verified ahead of its episodes (0-64, default 0; each is fresh and used once), drained',
+    'when the worker stops. Events go to stderr (--json: JSON lines on stdout).',
     'Exit 0 when drained or stopped, 1 when the host cannot confine episodes, leftovers cannot',
     'be reclaimed or Redis cannot be reached, 2 on invalid arguments.',
   ].join('\n'),
@@ -249,6 +253,13 @@ export const workerCommand: Command = {
     const endpoints =
       flags.endpoints === undefined ? undefined : await readEndpoints(path.resolve(flags.endpoints));
     const artifactsDir = await prepareOutDir('artifacts', flags.artifacts ?? '/var/lib/karotte/dispatch');
+    const warmPool = integerFlag('warm-pool', flags['warm-pool'], 0, 64) ?? 0;
+    // The tasks' directory and every attempt's output are hidden from the student, with the app's own.
+    const hidden = [tasksDir, artifactsDir];
+    const pool =
+      warmPool === 0
+        ? undefined
+        : createSandboxWorldPool({ hiddenPaths: appHiddenPaths(hidden), size: warmPool });
     const log = (event: WorkerEvent): void => {
       if (flags.json === true) io.stdout.write(`${JSON.stringify(event)}\n`);
       else io.stderr.write(`karotte worker: ${describe(event)}\n`);
@@ -267,8 +278,7 @@ export const workerCommand: Command = {
       ...(maxEpisodes === undefined ? {} : { maxEpisodes }),
       ...(idleMs === undefined ? {} : { idleMs }),
       ...(metricsPort === undefined ? {} : { metricsPort, metricsHost: flags['metrics-host'] ?? '0.0.0.0' }),
-      // The tasks' directory and every attempt's output are hidden from the student, with the app's own.
-      createWorld: appWorld([tasksDir, artifactsDir]),
+      createWorld: pool?.createWorld ?? appWorld(hidden),
       startupCheck: flags['no-startup-check'] !== true,
       ...(endpoints === undefined ? {} : { endpoints }),
       onEvent: log,
@@ -304,6 +314,8 @@ export const workerCommand: Command = {
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      // The sandboxes made ahead, unused, are destroyed like any other.
+      await pool?.close();
     }
   },
 };

@@ -19,12 +19,12 @@ import type { Attack } from './attack.js';
 import { ATTACKS, appliesTo, missingRequirement, taskLanguages } from './catalog.js';
 import { attackReplay, seedReplay } from './replay.js';
 
-/** One row of the red-team report. */
 /** Invalid input for a red-team run (an unknown attack id, a malformed attacks/*.json). */
 export class RedteamInputError extends Error {
   override readonly name = 'RedteamInputError';
 }
 
+/** One row of the red-team report. */
 export interface RedteamRow {
   readonly id: string;
   readonly class: string;

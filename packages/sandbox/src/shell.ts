@@ -366,7 +366,7 @@ export class PersistentShell {
           stopped = true;
           aborted = options.abortSignal?.aborted === true && now < deadline;
           timedOut = !aborted;
-          await this.killForeground(session, before);
+          await this.killForeground(session, before, 2000, 'after-first');
           graceDeadline = performance.now() + this.options.killGraceMs;
           continue;
         }
@@ -382,7 +382,7 @@ export class PersistentShell {
             session,
             before,
             Math.max(0, Math.min(GRACE_SWEEP_MS, graceDeadline - now)),
-            true,
+            'always',
           );
         }
         const wait = Math.max(1, Math.min(stopped ? graceDeadline : deadline, deadline) - now);
@@ -462,7 +462,7 @@ export class PersistentShell {
       if (!this.closed) restarted = true;
       await this.killSession();
       // A stopped command's processes go with the shell they ran in, not only the shell.
-      if (stopped) await this.killForeground(session, before);
+      if (stopped) await this.killForeground(session, before, 2000, 'never');
       if (!this.closed) this.tryStart();
     }
     if (stopped) {
@@ -507,21 +507,22 @@ export class PersistentShell {
    * orphans included. A command's shell that does not come back (a builtin loop) is replaced
    * with the whole shell after the grace period; once the shell is gone it is no longer its
    * child, and the next pass kills it. Repeated until a pass finds none or `budgetMs` is
-   * spent, so a fork loop cannot outrun it (the pids limit bounds it). The passes after the
-   * first (all of them with `spareShellForks`) leave alone a process with the shell's own
-   * argument vector, a fork of it that did not exec (a subshell, a command substitution):
-   * once its job is killed, the command's subshell forks one to save the state it leaves,
-   * and a sweep that killed it would lose that state. A loop of such forks is ended with the
-   * whole shell when the grace is over.
+   * spent, so a fork loop cannot outrun it (the pids limit bounds it). `spareShellForks`
+   * says which passes leave alone a process with the shell's own argument vector, a fork of
+   * it that did not exec (a subshell, a command substitution): once its job is killed, the
+   * command's subshell forks one to save the state it leaves, and a sweep that killed it
+   * would lose that state. The timeout's first pass spares none (`after-first`), the grace's
+   * sweeps spare them (`always`; a loop of such forks is ended with the whole shell when the
+   * grace is over), and the pass after the shell is gone spares none (`never`).
    */
   private async killForeground(
     session: Session,
     before: Set<string>,
-    budgetMs = 2000,
-    spareShellForks = false,
+    budgetMs: number,
+    spareShellForks: 'never' | 'after-first' | 'always',
   ): Promise<void> {
     this.findBash(session);
-    let spare = spareShellForks;
+    let spare = spareShellForks === 'always';
     const isShellFork = (pid: number): boolean => {
       if (!spare || session.bashCommandLine === undefined) return false;
       const line = commandLineOf(pid);
@@ -553,7 +554,7 @@ export class PersistentShell {
       if (victims.length === 0) return;
       for (const victim of victims) killPid(victim.pid);
       // The command's subshell goes on once its job is killed, and forks to save its state.
-      spare = true;
+      if (spareShellForks === 'after-first') spare = true;
       // Every pass kills what it found; the budget only bounds how many passes follow.
       if (performance.now() > deadline) return;
       await new Promise((resolve) => setTimeout(resolve, 5));

@@ -176,12 +176,12 @@ try {
   const r50 = percentile(recordedMs, 50);
   const f50 = percentile(fetchMs, 50);
   const row = (name, values) =>
-    `| ${name.padEnd(28)} | ${percentile(values, 50).toFixed(3).padStart(10)} | ${percentile(values, 90).toFixed(3).padStart(10)} |`;
+    `| ${name.padEnd(29)} | ${percentile(values, 50).toFixed(3).padStart(10)} | ${percentile(values, 90).toFixed(3).padStart(10)} |`;
   console.log(
     `turns: ${turns} each (after ${warmup} warm-up), conversation: ${conversation.length} messages, Node.js ${process.version}`,
   );
-  console.log('| per turn                     | median ms  | p90 ms     |');
-  console.log('| ---------------------------- | ---------- | ---------- |');
+  console.log('| per turn                      | median ms  | p90 ms     |');
+  console.log('| ----------------------------- | ---------- | ---------- |');
   console.log(row('bare fetch (baseline)', fetchMs));
   console.log(row('@karotte/agents openai agent', agentMs));
   console.log(row('agent + transcript (2 events)', recordedMs));

@@ -21,6 +21,7 @@ import {
   OpenEnvTestClient,
   replayOf,
   sandboxIdOfUid,
+  sandboxUidOf,
   startTestServer,
   type TestServer,
 } from '../test/protocols.js';
@@ -69,16 +70,7 @@ describe.skipIf(!isRoot && !inCI)('the MCP endpoint of an episode', () => {
     return { mcp, transport };
   }
 
-  async function uidOf(episodeId: string): Promise<number> {
-    const controller = new AbortController();
-    for await (const event of http1.events(episodeId, { abortSignal: controller.signal })) {
-      if (event.type === 'sandbox_ready') {
-        controller.abort();
-        return event.data['uid'] as number;
-      }
-    }
-    throw new Error('no sandbox_ready event');
-  }
+  const uidOf = (episodeId: string): Promise<number> => sandboxUidOf(t, episodeId);
 
   it('lists the episode’s tools and solves quarterly-revenue with tools/call (reward 1); every call is a turn of the transcript', async () => {
     const episode = await http1.createEpisode({ taskId: 'quarterly-revenue', seed: 3 });

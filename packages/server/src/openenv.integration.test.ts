@@ -13,6 +13,7 @@ import {
   OpenEnvTestClient,
   replayOf,
   sandboxIdOfUid,
+  sandboxUidOf,
   startTestServer,
   type Frame,
   type TestServer,
@@ -35,17 +36,7 @@ function metadata(frame: Frame): Record<string, unknown> {
 }
 
 /** The uid of the episode on a connection, from the HTTP event stream (`sandbox_ready`). */
-async function uidOf(t: TestServer, episodeId: string): Promise<number> {
-  const client = createEnvironmentClient({ baseUrl: `http://${t.address}`, token: t.token });
-  const controller = new AbortController();
-  for await (const event of client.events(episodeId, { abortSignal: controller.signal })) {
-    if (event.type === 'sandbox_ready') {
-      controller.abort();
-      return event.data['uid'] as number;
-    }
-  }
-  throw new Error('no sandbox_ready event');
-}
+const uidOf = sandboxUidOf;
 
 describe.skipIf(!isRoot && !inCI)('the OpenEnv endpoint of karotte serve', () => {
   let t: TestServer;

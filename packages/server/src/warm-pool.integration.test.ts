@@ -7,7 +7,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironmentClient, type EnvironmentClient } from './client.js';
 import { createEnvironmentServer } from './server.js';
-import { eventually, examples, leftovers, startTestServer, type TestServer } from '../test/protocols.js';
+import {
+  eventually,
+  examples,
+  leftovers,
+  sandboxUidOf,
+  startTestServer,
+  type TestServer,
+} from '../test/protocols.js';
 
 const isRoot = process.getuid?.() === 0;
 const inCI = process.env['CI'] === 'true';
@@ -51,16 +58,7 @@ describe.skipIf(!isRoot && !inCI)('the warm pool of the environment server', () 
     await t?.stop();
   });
 
-  async function uidOf(episodeId: string): Promise<number> {
-    const controller = new AbortController();
-    for await (const event of client.events(episodeId, { abortSignal: controller.signal })) {
-      if (event.type === 'sandbox_ready') {
-        controller.abort();
-        return event.data['uid'] as number;
-      }
-    }
-    throw new Error('no sandbox_ready event');
-  }
+  const uidOf = (episodeId: string): Promise<number> => sandboxUidOf(t, episodeId);
 
   it('hands the second episode the sandbox made ahead, and close() destroys the unused one', async () => {
     expect(t.server.warmPoolStats()).toMatchObject({ made: 0, warm: 0, cold: 0, idle: 0 });

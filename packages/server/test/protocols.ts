@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { pidsOfUid } from '../../../test/support/index.js';
+import { createEnvironmentClient } from '../src/client.js';
 import { createEnvironmentServer, type EnvironmentServer } from '../src/server.js';
 
 export const examples = path.resolve(import.meta.dirname, '../../../apps/karotte/examples');
@@ -220,4 +221,20 @@ export class OpenEnvTestClient {
     if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ type: 'close' }));
     return this.closed;
   }
+}
+
+/** The uid an episode's sandbox got, from its HTTP event stream (`sandbox_ready`). */
+export async function sandboxUidOf(
+  t: Pick<TestServer, 'address' | 'token'>,
+  episodeId: string,
+): Promise<number> {
+  const client = createEnvironmentClient({ baseUrl: `http://${t.address}`, token: t.token });
+  const controller = new AbortController();
+  for await (const event of client.events(episodeId, { abortSignal: controller.signal })) {
+    if (event.type === 'sandbox_ready') {
+      controller.abort();
+      return event.data['uid'] as number;
+    }
+  }
+  throw new Error('no sandbox_ready event');
 }

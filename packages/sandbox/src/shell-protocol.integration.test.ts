@@ -238,6 +238,21 @@ describe('each command runs in its own subshell, and the shell state carries ove
     expect(next.stdout).toBe('kept value-2999-of-a-large-state\n');
   });
 
+  it('a timed-out command leaves no process it started, a subshell that outlives the grace sweeps included', async () => {
+    const stuck = await box.exec(
+      // The job is killed at the timeout; the subshell after it forks only then, and stays a
+      // fork of the shell (spared by the sweeps that protect the state's saving) for 3 s.
+      'sleep 60; (SECONDS=0; until ((SECONDS > 3)); do :; done; exec -a karotte-late-survivor sleep 601) &',
+      { timeoutMs: 500 },
+    );
+    expect(stuck).toMatchObject({ timedOut: true, restarted: false });
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    const left = await box.exec(
+      "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < \"$f\"; echo; done 2>/dev/null | grep -c '^karotte-late-survivor' || true",
+    );
+    expect(left.stdout.trim()).toBe('0');
+  });
+
   it('a state whose saving is killed is not taken: the next command starts from the one before, and is told', async () => {
     await box.exec('export KAROTTE_KEPT=one');
     // A function named `builtin` runs in place of the builtin: inside the fork that saves the

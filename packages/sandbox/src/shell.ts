@@ -465,6 +465,11 @@ export class PersistentShell {
       if (stopped) await this.killForeground(session, before, 2000, 'never');
       if (!this.closed) this.tryStart();
     }
+    if (stopped && complete && !this.closed) {
+      // The command's subshell has exited (the shell reported its end after waiting for it),
+      // so no fork of it still saves a state: what the spared passes left alive goes now.
+      await this.killForeground(session, before, 2000, 'never');
+    }
     if (stopped) {
       notices.push(
         aborted

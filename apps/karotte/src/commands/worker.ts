@@ -216,8 +216,9 @@ export const workerCommand: Command = {
     'hands the rest back to the queue untouched and exits 0; a second signal hands them back',
     'at once. --exit-when-drained exits 0 once the queue has been empty for --idle-ms (default',
     '30000); --max-episodes after that many. --warm-pool keeps <w> sandboxes of each task made',
-    'and verified ahead of its episodes (0-64, default 0; each is fresh and used once), drained',
-    'when the worker stops. Events go to stderr (--json: JSON lines on stdout).',
+    'and verified ahead of its episodes (0-64, default 0; each is fresh and used once; each',
+    "holds a uid and the host's admission reservation of an episode, for up to 4 tasks at once),",
+    'drained when the worker stops. Events go to stderr (--json: JSON lines on stdout).',
     'Exit 0 when drained or stopped, 1 when the host cannot confine episodes, leftovers cannot',
     'be reclaimed or Redis cannot be reached, 2 on invalid arguments.',
   ].join('\n'),
@@ -314,8 +315,11 @@ export const workerCommand: Command = {
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
-      // The sandboxes made ahead, unused, are destroyed like any other.
-      await pool?.close();
+      // The sandboxes made ahead, unused, are destroyed like any other; a sandbox that could
+      // not go stays leased and is reclaimed at the next start, as after a crash.
+      await pool?.close().catch((error: unknown) => {
+        io.stderr.write(`karotte worker: draining the warm pool: ${(error as Error).message}\n`);
+      });
     }
   },
 };

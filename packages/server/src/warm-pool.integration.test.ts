@@ -2,14 +2,13 @@
 // in the background, the next episode starts on the pooled sandbox (a fresh one, never an
 // episode's), and close() destroys what was made ahead and never used. Real sandboxes, real
 // graders, over real HTTP. Needs root.
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironmentClient, type EnvironmentClient } from './client.js';
 import { createEnvironmentServer } from './server.js';
 import {
   eventually,
   examples,
+  leasedUidsOf,
   leftovers,
   sandboxUidOf,
   startTestServer,
@@ -20,31 +19,6 @@ const isRoot = process.getuid?.() === 0;
 const inCI = process.env['CI'] === 'true';
 if (!isRoot && !inCI)
   console.log('[karotte] warm pool integration tests skipped: they need root (real sandboxes)');
-
-const LEASES = '/run/karotte/sandbox/uids';
-
-/** The uids whose sandbox lease this process (this test file's) holds now. */
-function myLeasedUids(): number[] {
-  const uids: number[] = [];
-  let names: string[];
-  try {
-    names = fs.readdirSync(LEASES);
-  } catch {
-    return uids;
-  }
-  for (const name of names) {
-    const match = /^(\d+)\.lock$/.exec(name);
-    if (match === null) continue;
-    try {
-      // eslint-disable-next-line no-restricted-syntax -- trusted input: a lease file root wrote
-      const record = JSON.parse(fs.readFileSync(path.join(LEASES, name), 'utf8')) as { ownerPid?: number };
-      if (record.ownerPid === process.pid) uids.push(Number(match[1]));
-    } catch {
-      // released meanwhile
-    }
-  }
-  return uids.sort((a, b) => a - b);
-}
 
 describe.skipIf(!isRoot && !inCI)('the warm pool of the environment server', () => {
   let t: TestServer;
@@ -68,7 +42,7 @@ describe.skipIf(!isRoot && !inCI)('the warm pool of the environment server', () 
     // The first episode of the task was made cold; the pool fills behind it.
     expect(t.server.warmPoolStats()).toMatchObject({ cold: 1, warm: 0 });
     expect(await eventually(() => t.server.warmPoolStats()?.idle === 1, 60_000)).toBe(true);
-    const ahead = myLeasedUids().filter((uid) => uid !== firstUid);
+    const ahead = leasedUidsOf(process.pid).filter((uid) => uid !== firstUid);
     expect(ahead).toHaveLength(1);
     for (const uid of ahead) seen.add(uid);
 
@@ -83,14 +57,14 @@ describe.skipIf(!isRoot && !inCI)('the warm pool of the environment server', () 
     }
     // Refilled again: one sandbox waits that no episode will ever use.
     expect(await eventually(() => t.server.warmPoolStats()?.idle === 1, 60_000)).toBe(true);
-    const unused = myLeasedUids();
+    const unused = leasedUidsOf(process.pid);
     expect(unused).toHaveLength(1);
     expect(seen.has(unused[0]!)).toBe(false);
     seen.add(unused[0]!);
 
     await t.stop();
     expect(t.server.warmPoolStats()).toMatchObject({ idle: 0 });
-    expect(myLeasedUids()).toEqual([]);
+    expect(leasedUidsOf(process.pid)).toEqual([]);
     for (const uid of seen) expect(leftovers(uid, undefined), `uid ${uid}`).toEqual([]);
   });
 

@@ -92,6 +92,29 @@ export function sandboxIdOfUid(uid: number): string | undefined {
   }
 }
 
+/** The uids whose sandbox lease the process `ownerPid` holds now (a test file's own, under the forks pool). */
+export function leasedUidsOf(ownerPid: number): number[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(LEASES);
+  } catch {
+    return [];
+  }
+  const uids: number[] = [];
+  for (const name of names) {
+    const match = /^(\d+)\.lock$/.exec(name);
+    if (match === null) continue;
+    try {
+      // eslint-disable-next-line no-restricted-syntax -- trusted input: a lease file root wrote
+      const record = JSON.parse(fs.readFileSync(path.join(LEASES, name), 'utf8')) as { ownerPid?: number };
+      if (record.ownerPid === ownerPid) uids.push(Number(match[1]));
+    } catch {
+      // released meanwhile
+    }
+  }
+  return uids.sort((a, b) => a - b);
+}
+
 /**
  * What an episode of `uid` (its sandbox `sandboxId`) left: processes of the uid, its lease,
  * the sandbox's cgroups (`karotte-<sandbox id>`) and mounts, the graders' cgroups of this

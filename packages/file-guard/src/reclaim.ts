@@ -300,6 +300,12 @@ export async function reclaim(uid: number, options: ReclaimOptions): Promise<Rec
           }
           continue;
         }
+        if (stats.dev !== top.dev && !parsed.crossMounts) {
+          // The root of another file system, known from its lstat: skipped without opening it,
+          // since a descriptor on it, however brief, makes its unmount fail (busy).
+          skipMount(childPath);
+          continue;
+        }
         let childFd: number;
         try {
           childFd = openAt(top.fd, entry.name, DIR_FLAGS);

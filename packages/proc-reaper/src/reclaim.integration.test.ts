@@ -5,6 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { resolveTrustedBinary } from '@karotte/base';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { keyringSyscalls, killUid, testUid, waitFor } from '../../../test/support/index.js';
 import { removeSysvOf } from '../test/fixtures.js';
@@ -245,6 +246,40 @@ describe('reclaimLeftovers(): RAM-backed files (through file-guard)', () => {
     expect(fs.readFileSync(rootFile, 'utf8')).toBe('root');
     expect(fs.existsSync('/etc/passwd')).toBe(true);
     expect(reclaimRecordSchema.parse(JSON.parse(JSON.stringify(record)))).toEqual(record);
+  });
+
+  it("leaves alone a RAM mount the uid could never enter (another uid's, mode 0700): not walked, not held", async () => {
+    // A score tmpfs as the grader makes one: owned by another uid, closed to everyone else.
+    const other = uid + 1;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-reclaim-closed-'));
+    const mountBin = resolveTrustedBinary('mount');
+    const mount = spawnSync(mountBin, [
+      '-t',
+      'tmpfs',
+      '-o',
+      `size=1m,mode=0700,uid=${other}`,
+      'karotte-reclaim-closed',
+      dir,
+    ]);
+    expect(mount.status, String(mount.stderr)).toBe(0);
+    try {
+      // Planted by root in the uid's name: were the mount walked, this file would go.
+      const planted = path.join(dir, 'karotte-planted');
+      fs.writeFileSync(planted, 'x');
+      fs.chownSync(planted, uid, uid);
+      const closed = await reclaimLeftovers(uid, { sysv: false, posixMqueues: false, keys: false });
+      expect(closed.ramFiles?.roots).toContain('/dev/shm');
+      expect(closed.ramFiles?.roots).not.toContain(dir);
+      expect(fs.existsSync(planted)).toBe(true);
+      // The same mount opened to others (mode 1777): walked, and the file goes.
+      fs.chmodSync(dir, 0o1777);
+      const open = await reclaimLeftovers(uid, { sysv: false, posixMqueues: false, keys: false });
+      expect(open.ramFiles?.roots).toContain(dir);
+      expect(fs.existsSync(planted)).toBe(false);
+    } finally {
+      expect(spawnSync(resolveTrustedBinary('umount'), [dir]).status).toBe(0);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

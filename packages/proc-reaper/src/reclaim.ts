@@ -3,7 +3,7 @@
 // owner, RAM-backed files of the uid in tmpfs/ramfs mounts (through file-guard's link-safe
 // reclaim), the uid's kernel keyrings emptied (see keys.ts), then list again: whatever is
 // still there is reported, never ignored.
-import { readFileSync } from 'node:fs';
+import { lstatSync, readFileSync } from 'node:fs';
 import { parseMountInfo } from '@karotte/base';
 import type { MisbehaviorRecord } from '@karotte/base';
 import {
@@ -53,7 +53,8 @@ export const reclaimLeftoversOptionsSchema = z
     keys: z.boolean().default(true),
     /**
      * Roots swept for RAM-backed files.
-     * @default every read-write tmpfs and ramfs mount point in /proc/self/mountinfo
+     * @default every read-write tmpfs and ramfs mount point in /proc/self/mountinfo whose root
+     *   the uid could enter (not one owned by another uid that its group and others cannot search)
      */
     ramFileRoots: z.array(absolutePath).optional(),
     /**
@@ -138,6 +139,21 @@ export type ReclaimRecord = z.infer<typeof reclaimRecordSchema>;
 
 const RAM_FS_TYPES = new Set(['tmpfs', 'ramfs']);
 const MAX_LISTED = 64;
+
+/**
+ * Whether `uid` could ever have reached into `root`: false for a directory owned by another
+ * uid that neither its group nor others may search (another episode's grader score tmpfs, a
+ * root-only runtime directory). Such a root is not walked: nothing of the uid can be in it,
+ * and a walk would hold it open while its owner unmounts it. Unknown (a failed lstat): true.
+ */
+function reachableBy(uid: number, root: string): boolean {
+  try {
+    const stats = lstatSync(root);
+    return !stats.isDirectory() || stats.uid === uid || (stats.mode & 0o011) !== 0;
+  } catch {
+    return true;
+  }
+}
 
 /** Read-write tmpfs and ramfs mount points in a mountinfo text, deduplicated, in order. */
 export function ramMountPoints(mountinfo: string): string[] {
@@ -232,7 +248,9 @@ export async function reclaimLeftovers(
   let ramFiles: ReclaimRecord['ramFiles'] = null;
   if (parsed.ramFiles) {
     checkAbort();
-    const roots = parsed.ramFileRoots ?? ramMountPoints(readFileSync('/proc/self/mountinfo', 'utf8'));
+    const roots =
+      parsed.ramFileRoots ??
+      ramMountPoints(readFileSync('/proc/self/mountinfo', 'utf8')).filter((root) => reachableBy(uid, root));
     if (roots.length === 0) {
       ramFiles = { roots: [], removed: 0, failed: 0, timedOut: false, complete: true };
     } else {

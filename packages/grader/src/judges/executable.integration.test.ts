@@ -347,7 +347,11 @@ describe('executable judge in its sandbox', () => {
       programs.cleanup,
     );
     for (const report of reports) {
-      expect(report).toMatchObject({ status: 'failed', score: 0, failure: { reason: 'SCORE_FILE_MISSING' } });
+      expect(report, JSON.stringify({ error: report.error, failure: report.failure })).toMatchObject({
+        status: 'failed',
+        score: 0,
+        failure: { reason: 'SCORE_FILE_MISSING' },
+      });
       expectNothingLeft(report);
     }
   });

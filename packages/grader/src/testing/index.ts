@@ -429,10 +429,64 @@ async function withTmpfs(fn: (root: string) => Promise<void>): Promise<void> {
     mounted = true;
     await fn(dir);
   } finally {
-    if (mounted) {
-      const umount = spawnSync(resolveTrustedBinary('umount'), [dir], { encoding: 'utf8', timeout: 10_000 });
-      expect(umount.status, `unmount ${dir}: ${umount.stderr}`).toBe(0);
-    }
+    if (mounted) await unmountTmpfs(dir);
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Unmount the test's tmpfs. Any process that resolves a path through it holds it for that
+ * moment (another test listing and stat-ing the temporary directory, say), so "busy" is
+ * retried for a few seconds. A mount still busy then fails the test with the processes that
+ * hold it, and is detached lazily so that it never outlives the test.
+ */
+async function unmountTmpfs(dir: string): Promise<void> {
+  const umount = resolveTrustedBinary('umount');
+  const deadline = Date.now() + 3000;
+  for (;;) {
+    const done = spawnSync(umount, [dir], { encoding: 'utf8', timeout: 10_000 });
+    if (done.status === 0) return;
+    if (!/busy/i.test(done.stderr) || Date.now() > deadline) {
+      const holders = processesUsing(dir);
+      spawnSync(umount, ['-l', dir], { encoding: 'utf8', timeout: 10_000 });
+      expect.fail(
+        `unmount ${dir}: ${done.stderr.trim()}; held by: ${holders.join(', ') || 'no process seen'}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** `<pid> <comm> <link>` for each process whose cwd, root or an open descriptor lies under `dir`. */
+function processesUsing(dir: string): string[] {
+  const out: string[] = [];
+  const inside = (target: string | undefined): boolean =>
+    target !== undefined && (target === dir || target.startsWith(`${dir}/`));
+  const link = (file: string): string | undefined => {
+    try {
+      return fs.readlinkSync(file);
+    } catch {
+      return undefined;
+    }
+  };
+  for (const name of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    let fds: string[] = [];
+    try {
+      fds = fs.readdirSync(`/proc/${name}/fd`).map((fd) => `fd/${fd}`);
+    } catch {
+      // gone, or not ours to read
+    }
+    for (const entry of ['cwd', 'root', ...fds]) {
+      const target = link(`/proc/${name}/${entry}`);
+      if (!inside(target)) continue;
+      let comm = '?';
+      try {
+        comm = fs.readFileSync(`/proc/${name}/comm`, 'utf8').trim();
+      } catch {
+        // gone
+      }
+      out.push(`${name} ${comm} ${entry}`);
+    }
+  }
+  return out;
 }

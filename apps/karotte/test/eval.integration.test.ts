@@ -89,8 +89,8 @@ function evalArgs(
 interface TaskReport {
   id: string;
   episodes: number;
-  meanScore: number | null;
-  passRate: number | null;
+  meanScore: number;
+  passRate: number;
   errors: number;
   misbehavior: Record<string, number>;
   verdicts: number;

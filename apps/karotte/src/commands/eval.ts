@@ -37,6 +37,7 @@ import {
   writeJsonAtomically,
 } from '../eval/store.js';
 import {
+  contractFigures,
   summarizeOverall,
   summarizeTask,
   type EpisodeRecord,
@@ -97,7 +98,8 @@ export const evalCommand: Command = {
     'Prints a summary per task and overall: episodes, passed, mean score, pass rate and pass@k',
     '(the unbiased estimator) over the episodes that reached a verdict, error episodes apart',
     '(never averaged in as 0), misbehavior codes with the episodes that recorded them, tokens,',
-    'wall time; --json prints it as JSON (also written to <out-dir>/summary.json). Progress',
+    'wall time; --json prints it as JSON (also written to <out-dir>/summary.json; there a task',
+    'without a verdict has meanScore and passRate 0, and verdicts 0). Progress',
     '(done, running, failed, errors, ETA) goes to stderr when it is a terminal; --progress prints',
     'a line per episode anyway, --quiet none. SIGINT/SIGTERM stop the running episodes (they are',
     'run again next time), then the summary of what is done is printed. --warm-pool keeps <w>',
@@ -295,8 +297,13 @@ export const evalCommand: Command = {
       missing: tasks.length * n - records.size,
       wallTimeMs: Date.now() - started,
     };
-    await writeJsonAtomically(path.join(outDir, 'summary.json'), report);
-    if (flags.json === true) io.stdout.write(`${JSON.stringify(report)}\n`);
+    const printed = {
+      ...report,
+      tasks: report.tasks.map((task) => contractFigures(task)),
+      overall: contractFigures(report.overall),
+    };
+    await writeJsonAtomically(path.join(outDir, 'summary.json'), printed);
+    if (flags.json === true) io.stdout.write(`${JSON.stringify(printed)}\n`);
     else io.stdout.write(renderEvalReport(report, terminalWidth(io.stdout, process.env)));
     if (crashed > 0 || report.missing > 0 || report.overall.errors > 0) return EXIT_FAILURE;
     return EXIT_OK;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  contractFigures,
   NO_USAGE,
   passAtK,
   passAtKValues,
@@ -133,6 +134,18 @@ describe('summarizeTask', () => {
       errors: 2,
       errorCodes: { AGENT_FAILED: 1, SETUP_FAILED: 1 },
     });
+    // As printed (contract section 16: numbers), told apart from a score of 0 by its verdicts.
+    expect(contractFigures(summary)).toMatchObject({ verdicts: 0, meanScore: 0, passRate: 0, errors: 2 });
+    expect(contractFigures(summarizeOverall([summary]))).toMatchObject({
+      verdicts: 0,
+      meanScore: 0,
+      passRate: 0,
+    });
+  });
+
+  it('prints the figures of a task with verdicts as they are', () => {
+    const summary = summarizeTask('t', [record('passed', 1), record('failed', 0.5)], 2);
+    expect(contractFigures(summary)).toEqual(summary);
   });
 });
 

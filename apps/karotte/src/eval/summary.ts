@@ -168,6 +168,17 @@ export function summarizeTask(id: string, records: readonly EpisodeRecord[], pla
   };
 }
 
+/**
+ * A summary's figures as `--json` and summary.json print them (contract section 16 gives
+ * `meanScore` and `passRate` as numbers): where no episode reached a verdict, both are 0, and
+ * its `verdicts` of 0 tells that apart from a score of 0.
+ */
+export function contractFigures<
+  T extends { readonly meanScore: number | null; readonly passRate: number | null },
+>(summary: T): Omit<T, 'meanScore' | 'passRate'> & { readonly meanScore: number; readonly passRate: number } {
+  return { ...summary, meanScore: summary.meanScore ?? 0, passRate: summary.passRate ?? 0 };
+}
+
 /** The overall figures of the tasks' summaries. */
 export function summarizeOverall(tasks: readonly TaskSummary[]): OverallSummary {
   const withVerdicts = tasks.filter((t) => t.verdicts > 0);

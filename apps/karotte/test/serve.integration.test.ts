@@ -177,6 +177,13 @@ describe.skipIf(!isRoot && !inCI)('karotte serve over HTTP (Node.js client)', ()
     const resumed = [];
     for await (const event of client.events(episode.episodeId, { from: 4 })) resumed.push(event);
     expect(resumed).toEqual(all.slice(4));
+    // A browser's EventSource resumes with the last id it saw, in the Last-Event-ID header.
+    const reconnect = await fetch(`http://${served.address}/v1/episodes/${episode.episodeId}/events`, {
+      headers: { authorization: `Bearer ${served.token}`, 'last-event-id': '3' },
+    });
+    expect(reconnect.status).toBe(200);
+    const ids = [...(await reconnect.text()).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    expect(ids).toEqual(all.slice(4).map((e) => e.seq));
   });
 
   it('a repeated turnId returns the stored answer and runs nothing again; another message with it is 409', async () => {

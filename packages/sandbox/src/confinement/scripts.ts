@@ -41,6 +41,13 @@ import setupScript from '../programs/setup.sh?raw';
  * be gone before its remount runs. A remount that fails is fatal only while the mount (by
  * its id) is still in this namespace's table; a detached mount is unreachable. The harness
  * then re-reads the final table and proves every reachable mount read-only.
+ *
+ * The table is read whole, in one pass (mapfile), every line checked, and read again when torn:
+ * a line-by-line `read` seeks back after each line, and the kernel re-renders the table to that
+ * offset, so a mount detached meanwhile made it skip a line (a mount left writable) or cut one
+ * (a bad array subscript, on which bash abandons the whole command it is in). Everything runs
+ * inside one function, the script's last command, so an abandoned setup ends without
+ * `karotte-ready`.
  */
 export const SETUP_SCRIPT: string = setupScript;
 

@@ -216,7 +216,8 @@ export function pnpmPath({ install = false } = {}) {
 
 /**
  * The environment for every child process: PATH starts with the pinned pnpm and the directory
- * of the node that runs the project, so nothing depends on the user's PATH.
+ * of the node that runs the project, so nothing depends on the user's PATH. turbo's telemetry
+ * is off: a build sends nothing off the machine.
  */
 export function toolEnv(node = projectNodeOrSelf(), base = process.env) {
   // Not the node's own directory: /usr/bin or /usr/local/bin may also hold a pnpm, turbo or
@@ -224,7 +225,7 @@ export function toolEnv(node = projectNodeOrSelf(), base = process.env) {
   // link to node alone, after the pinned pnpm.
   const prefix = [pnpmBinDir, nodeOnlyDir(node)];
   const rest = (base.PATH ?? '').split(':').filter((entry) => entry !== '' && !prefix.includes(entry));
-  return { ...base, PATH: [...prefix, ...rest].join(':') };
+  return { ...base, PATH: [...prefix, ...rest].join(':'), TURBO_TELEMETRY_DISABLED: '1' };
 }
 
 /**

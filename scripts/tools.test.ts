@@ -36,6 +36,8 @@ describe('toolEnv', () => {
     expect(fs.readdirSync(second ?? '')).toEqual(['node']);
     expect(fs.readlinkSync(path.join(second ?? '', 'node'))).toBe(process.execPath);
     expect(env['KEEP']).toBe('1');
+    // A build sends nothing off the machine.
+    expect(env['TURBO_TELEMETRY_DISABLED']).toBe('1');
   });
 });
 

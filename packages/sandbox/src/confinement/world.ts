@@ -189,7 +189,29 @@ export class World {
     }
     this.initPid = children[0]!;
     this.initIdentity = identityOf(this.initPid);
+    this.verifyInit();
     this.verifyMounts(stderr.trim());
+  }
+
+  /**
+   * The process found under unshare is the namespace's PID 1 and unshare's child, read from
+   * its status (PPid, and the last NSpid entry), before anything is proved from its tables.
+   */
+  private verifyInit(): void {
+    let status = '';
+    try {
+      status = readFileSync(`/proc/${this.initPid}/status`, 'utf8');
+    } catch {
+      // gone: said below
+    }
+    const ppid = /^PPid:\s+(\d+)$/m.exec(status)?.[1];
+    const nspid = /^NSpid:[ \t]+([\d \t]+)$/m.exec(status)?.[1]?.trim().split(/\s+/).at(-1);
+    if (ppid !== String(this.holderPid) || nspid !== '1') {
+      throw new SandboxError(
+        'SETUP_FAILED',
+        `process ${this.initPid} is not the namespace init under unshare ${this.holderPid} (PPid ${ppid ?? 'unknown'}, NSpid ${nspid ?? 'unknown'})`,
+      );
+    }
   }
 
   /**

@@ -89,6 +89,15 @@ export function tempDir(label: string): { dir: string; cleanup: () => void } {
   return { dir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** The mount points of this mount namespace below `dir` (not `dir` itself), in table order. */
+export function mountsUnder(dir: string): string[] {
+  return fs
+    .readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[4] ?? '')
+    .filter((mountPoint) => mountPoint.startsWith(`${dir}/`));
+}
+
 /**
  * A fresh tmpfs mounted on a temporary directory (`karotte-<label>-…`, source name
  * `karotte-test-<label>`), with mount options `options` (e.g. `size=512m,mode=1777`). The

@@ -18,6 +18,8 @@ describe.skipIf(!isRoot && !inCI)('karotte serve under load', () => {
     { timeout: 600_000 },
     async () => {
       const served = await startServe(['--max-episodes', String(MAX_EPISODES)]);
+      // Stopped whatever happens, and checked after: a failure above is reported as itself.
+      let stopped: number | null = null;
       try {
         const control = replayOf(path.join(examples, 'quarterly-revenue', 'control.json'));
         const wrong = [
@@ -82,8 +84,9 @@ describe.skipIf(!isRoot && !inCI)('karotte serve under load', () => {
           `[karotte] load: ${EPISODES} episodes, ${refused} first asks refused with 503, peak ${peak} alive, ${new Set(uids).size} distinct uids`,
         );
       } finally {
-        expect(await served.stop()).toBe(0);
+        stopped = await served.stop();
       }
+      expect(stopped, served.stderr()).toBe(0);
     },
   );
 });

@@ -156,6 +156,9 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
   const finished = new Map<string, Session>();
   let reserved = 0;
   let closing: Promise<void> | undefined;
+  /** Episodes being built (createMembers in flight): close() aborts them and waits for them. */
+  const starting = new Set<AbortController>();
+  const building = new Set<Promise<unknown>>();
   let listening = false;
   const reconnectGraceMs = Math.min(parsed.reconnectGraceMs, parsed.idleTimeoutMs);
   const mcp = createMcpEndpoint({ maxBodyBytes: parsed.maxBodyBytes });
@@ -273,6 +276,16 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
 
   /** Build `size` episodes of one task and seed; each member's fingerprint is computed before its world. */
   async function createMembers(body: CreateEpisodeRequest, size: number, groupId: string | null) {
+    const build = buildMembers(body, size, groupId);
+    building.add(build);
+    try {
+      return await build;
+    } finally {
+      building.delete(build);
+    }
+  }
+
+  async function buildMembers(body: CreateEpisodeRequest, size: number, groupId: string | null) {
     const task = taskOf(body.taskId);
     if (closing !== undefined)
       throw new HttpProblem(503, 'SHUTTING_DOWN', 'the server is shutting down', undefined, {
@@ -304,7 +317,11 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
             seed,
             worldFingerprint: fingerprint,
           });
+          // Aborted by close() while the episode is being built; dropped once it is live.
+          const start = new AbortController();
+          starting.add(start);
           const episode = createEpisode(task, {
+            abortSignal: start.signal,
             outDir: path.join(stateDir, id),
             createWorld,
             agentName: 'served',
@@ -315,19 +332,28 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
           session.episode = episode;
           sessions.push(session);
           session.emit('episode_created', { taskId: task.id, seed, groupId, worldFingerprint: fingerprint });
-          await episode.start();
+          try {
+            await episode.start();
+          } finally {
+            starting.delete(start);
+          }
           return session;
         }),
       );
       const failure = built.find((b): b is PromiseRejectedResult => b.status === 'rejected');
       const fingerprints = new Set(sessions.map((s) => s.init.worldFingerprint));
-      if (failure !== undefined || fingerprints.size > 1) {
+      if (failure !== undefined || fingerprints.size > 1 || closing !== undefined) {
         await Promise.all(sessions.map((s) => s.cancel().catch(() => undefined)));
         await Promise.all(
           sessions.map((s) =>
             fs.rm(path.join(stateDir, s.id), { recursive: true, force: true }).catch(() => undefined),
           ),
         );
+        // Built while the server stopped: torn down above, never handed out.
+        if (closing !== undefined)
+          throw new HttpProblem(503, 'SHUTTING_DOWN', 'the server is shutting down', undefined, {
+            'retry-after': String(parsed.retryAfterSeconds),
+          });
         if (failure !== undefined) {
           const error: unknown = failure.reason;
           const code = KarotteError.isInstance(error) ? error.code : 'EPISODE_START_FAILED';
@@ -587,6 +613,9 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
             });
         });
         server.closeIdleConnections();
+        // Episodes still being built stop, and tear down what they made, before the live ones go.
+        for (const start of starting) start.abort();
+        await Promise.allSettled([...building]);
         await Promise.all([...live.values()].map((session) => retire(session, true)));
         await mcp.close();
         server.closeAllConnections();

@@ -320,6 +320,8 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
           // Aborted by close() while the episode is being built; dropped once it is live.
           const start = new AbortController();
           starting.add(start);
+          // A close that began while this member's fingerprint was computed did not see it.
+          if (closing !== undefined) start.abort();
           const episode = createEpisode(task, {
             abortSignal: start.signal,
             outDir: path.join(stateDir, id),

@@ -56,6 +56,8 @@ describe('setup in a mount storm', () => {
     });
     const deadline = Date.now() + 10_000;
     while (mountsUnder(base).length < 30 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    // The storm is up: every one of its mounts was made at least once.
+    expect(mountsUnder(base).length).toBeGreaterThanOrEqual(20);
     const bins = ['mount', 'ip', 'sh', 'cat', 'perl'].map((name) => resolveTrustedBinary(name));
     const problems: string[] = [];
     for (let run = 0; run < 150; run += 1) {

@@ -322,19 +322,24 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
           starting.add(start);
           // A close that began while this member's fingerprint was computed did not see it.
           if (closing !== undefined) start.abort();
-          const episode = createEpisode(task, {
-            abortSignal: start.signal,
-            outDir: path.join(stateDir, id),
-            createWorld,
-            agentName: 'served',
-            tools: profile,
-            ...(body.maxTurns === undefined ? {} : { maxTurns: body.maxTurns }),
-            onProgress: session.onProgress,
-          });
-          session.episode = episode;
-          sessions.push(session);
-          session.emit('episode_created', { taskId: task.id, seed, groupId, worldFingerprint: fingerprint });
           try {
+            const episode = createEpisode(task, {
+              abortSignal: start.signal,
+              outDir: path.join(stateDir, id),
+              createWorld,
+              agentName: 'served',
+              tools: profile,
+              ...(body.maxTurns === undefined ? {} : { maxTurns: body.maxTurns }),
+              onProgress: session.onProgress,
+            });
+            session.episode = episode;
+            sessions.push(session);
+            session.emit('episode_created', {
+              taskId: task.id,
+              seed,
+              groupId,
+              worldFingerprint: fingerprint,
+            });
             await episode.start();
           } finally {
             starting.delete(start);

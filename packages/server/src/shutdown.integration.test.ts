@@ -31,8 +31,11 @@ describe.skipIf(!isRoot && !inCI)('closing the environment server while episodes
       ),
     );
     // Close while the first sandbox is being made: a uid of this process is leased.
-    expect(await eventually(() => note().length > 0, 60_000)).toBe(true);
-    await t.stop();
+    try {
+      expect(await eventually(() => note().length > 0, 60_000)).toBe(true);
+    } finally {
+      await t.stop();
+    }
     const answers = await Promise.all(creates);
     for (const answer of answers) {
       // Refused (503), or its connection closed by the shutdown; an episode built just before the

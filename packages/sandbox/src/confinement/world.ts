@@ -74,6 +74,12 @@ export class World {
   }
 
   async start(): Promise<void> {
+    // An abort listener added to a signal already aborted never fires: look first.
+    if (this.options.abortSignal?.aborted === true) {
+      throw new SandboxError('SETUP_FAILED', 'sandbox setup aborted', {
+        cause: this.options.abortSignal.reason,
+      });
+    }
     const { bins, prefix, directives } = this.options;
     const argv = [
       ...prefix,

@@ -156,9 +156,8 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
   const finished = new Map<string, Session>();
   let reserved = 0;
   let closing: Promise<void> | undefined;
-  /** Episodes being built (createMembers in flight): close() aborts them and waits for them. */
-  const starting = new Set<AbortController>();
-  const building = new Set<Promise<unknown>>();
+  /** Episodes being built (createMembers in flight), each with its abort: close() aborts and awaits them. */
+  const building = new Map<Promise<unknown>, AbortController>();
   let listening = false;
   const reconnectGraceMs = Math.min(parsed.reconnectGraceMs, parsed.idleTimeoutMs);
   const mcp = createMcpEndpoint({ maxBodyBytes: parsed.maxBodyBytes });
@@ -276,8 +275,9 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
 
   /** Build `size` episodes of one task and seed; each member's fingerprint is computed before its world. */
   async function createMembers(body: CreateEpisodeRequest, size: number, groupId: string | null) {
-    const build = buildMembers(body, size, groupId);
-    building.add(build);
+    const abort = new AbortController();
+    const build = buildMembers(body, size, groupId, abort.signal);
+    building.set(build, abort);
     try {
       return await build;
     } finally {
@@ -285,7 +285,12 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
     }
   }
 
-  async function buildMembers(body: CreateEpisodeRequest, size: number, groupId: string | null) {
+  async function buildMembers(
+    body: CreateEpisodeRequest,
+    size: number,
+    groupId: string | null,
+    abortSignal: AbortSignal,
+  ) {
     const task = taskOf(body.taskId);
     if (closing !== undefined)
       throw new HttpProblem(503, 'SHUTTING_DOWN', 'the server is shutting down', undefined, {
@@ -317,33 +322,25 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
             seed,
             worldFingerprint: fingerprint,
           });
-          // Aborted by close() while the episode is being built; dropped once it is live.
-          const start = new AbortController();
-          starting.add(start);
-          // A close that began while this member's fingerprint was computed did not see it.
-          if (closing !== undefined) start.abort();
-          try {
-            const episode = createEpisode(task, {
-              abortSignal: start.signal,
-              outDir: path.join(stateDir, id),
-              createWorld,
-              agentName: 'served',
-              tools: profile,
-              ...(body.maxTurns === undefined ? {} : { maxTurns: body.maxTurns }),
-              onProgress: session.onProgress,
-            });
-            session.episode = episode;
-            sessions.push(session);
-            session.emit('episode_created', {
-              taskId: task.id,
-              seed,
-              groupId,
-              worldFingerprint: fingerprint,
-            });
-            await episode.start();
-          } finally {
-            starting.delete(start);
-          }
+          // Aborted by close() while the episode is being built (the signal of its build).
+          const episode = createEpisode(task, {
+            abortSignal,
+            outDir: path.join(stateDir, id),
+            createWorld,
+            agentName: 'served',
+            tools: profile,
+            ...(body.maxTurns === undefined ? {} : { maxTurns: body.maxTurns }),
+            onProgress: session.onProgress,
+          });
+          session.episode = episode;
+          sessions.push(session);
+          session.emit('episode_created', {
+            taskId: task.id,
+            seed,
+            groupId,
+            worldFingerprint: fingerprint,
+          });
+          await episode.start();
           return session;
         }),
       );
@@ -621,8 +618,8 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
         });
         server.closeIdleConnections();
         // Episodes still being built stop, and tear down what they made, before the live ones go.
-        for (const start of starting) start.abort();
-        await Promise.allSettled([...building]);
+        for (const abort of building.values()) abort.abort();
+        await Promise.allSettled([...building.keys()]);
         await Promise.all([...live.values()].map((session) => retire(session, true)));
         await mcp.close();
         server.closeAllConnections();

@@ -1,5 +1,6 @@
 // Real loop-mounted ext4 quotas: a disk fill and an inode flood by a test uid stop at the
 // quota with ENOSPC, and the host's free space is untouched (the image is preallocated).
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -199,6 +200,37 @@ describe('disk quotas', () => {
     await run;
     expect(created.usage().freeBytes).toBeGreaterThan(8 * MiB);
     expect(created.events().map((event) => event.limit)).toEqual(['disk_bytes']);
+  });
+
+  it('removal detaches the copy another mount namespace holds of the mount, and frees the loop device', async () => {
+    // A namespace made while the quota is mounted (a neighbour's sandbox, a warm pool's) copies
+    // the mount; this holder keeps its copy alive, as a world's covers do, until it is killed.
+    const created = await quota({ bytes: 16 * MiB, inodes: 256, ownerUid: testUid(), mode: 0o700 });
+    const holder = spawn(
+      '/usr/bin/unshare',
+      ['--mount', '--propagation', 'private', '--', '/usr/bin/sleep', '120'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    cleanups.push(() => {
+      holder.kill('SIGKILL');
+    });
+    const copies = (): string[] =>
+      fs
+        .readFileSync(`/proc/${holder.pid}/mountinfo`, 'utf8')
+        .split('\n')
+        .filter((line) => line.split(' ')[4] === created.path);
+    // unshare execs sleep in the new namespace: its table is the copy.
+    await waitFor(() => fs.readlinkSync(`/proc/${holder.pid}/exe`) === '/usr/bin/sleep', 5000);
+    expect(copies()).toHaveLength(1);
+    const device = created.loopDevice;
+    await created.remove();
+    // Gone from the holder's namespace too, and the loop device with it, as remove() returns.
+    expect(copies()).toEqual([]);
+    expect(loopDevicesBacking(created.image)).toEqual([]);
+    expect(fs.existsSync(`/sys/block/${path.basename(device)}/loop/backing_file`)).toBe(false);
+    expect(fs.readlinkSync(`/proc/${holder.pid}/exe`)).toBe('/usr/bin/sleep');
   });
 
   it('a pool prepares images ahead, hands them out, refills, and removes what it holds on close', async () => {

@@ -315,6 +315,12 @@ export async function teardownImage(image: string, mountPoint: string): Promise<
       lazy = true;
     }
   }
+  // The mount point goes first. Another mount namespace made while this file system was
+  // mounted (a neighbour's sandbox, a warm pool's) holds a copy of the mount, hidden under its
+  // covers, which keeps the file system and its loop device alive for that namespace's life.
+  // Removing the directory detaches every mount on it in every namespace (Linux 3.18+), so the
+  // file system goes now and autoclear detaches the loop device.
+  removeMountPoint(mountPoint);
   // mount -o loop set autoclear: the loop device goes with the unmount. Give the kernel a
   // moment before detaching by hand (a record from a crash may name a device without it).
   for (let wait = 0; wait < 20 && loopDevicesBacking(image).length > 0 && !lazy; wait += 1) {
@@ -333,15 +339,18 @@ export async function teardownImage(image: string, mountPoint: string): Promise<
   } catch (error) {
     if (!isErrno(error, 'ENOENT')) throw toSystemError(error, `removing quota image ${image}`);
   }
+  if (isMounted(mountPoint) || fs.existsSync(image)) {
+    throw new LimitsError('QUOTA_FAILED', `quota ${image} is still present after teardown`, { path: image });
+  }
+  return { lazy };
+}
+
+function removeMountPoint(mountPoint: string): void {
   try {
     fs.rmdirSync(mountPoint);
   } catch (error) {
     if (!isErrno(error, 'ENOENT')) throw toSystemError(error, `removing mount point ${mountPoint}`);
   }
-  if (isMounted(mountPoint) || fs.existsSync(image)) {
-    throw new LimitsError('QUOTA_FAILED', `quota ${image} is still present after teardown`, { path: image });
-  }
-  return { lazy };
 }
 
 /** Hand a prepared image to a student: chown and chmod its root, record it as in use. */

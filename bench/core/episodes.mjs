@@ -5,7 +5,11 @@
 // commands, run the grader with node). The ratio is the price of safety; the median wall time
 // of one episode is printed beside it.
 //
-//   pnpm build && node bench/core/episodes.mjs [--episodes N]
+// The plain column makes every sandbox cold and prepares each step's judge when the step
+// starts; the pooled one takes sandboxes and prepared judges (the grader's world made ahead)
+// from a SandboxWorldPool.
+//
+//   pnpm build && node bench/core/episodes.mjs [--episodes N] [--levels 1,4,16]
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,13 +30,16 @@ const commands = control.flatMap((m) =>
   (m.tool_calls ?? []).map((c) => JSON.parse(c.function.arguments).command),
 );
 const perLevel = Number(process.argv[process.argv.indexOf('--episodes') + 1]) || 16;
+const levelsArg = process.argv.indexOf('--levels');
+const levels = levelsArg === -1 ? [1, 4, 16] : process.argv[levelsArg + 1].split(',').map(Number);
 
-async function karotteEpisode(task, createWorld = createSandboxWorld) {
+async function karotteEpisode(task, createWorld = createSandboxWorld, prepareJudge) {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-bench-core-'));
   try {
     const result = await runEpisode(task, createReplayAgent(control), {
       outDir: out,
       createWorld,
+      ...(prepareJudge === undefined ? {} : { prepareJudge }),
     });
     if (result.status !== 'passed')
       throw new Error(`control did not pass: ${JSON.stringify(result.error ?? result.misbehavior)}`);
@@ -105,17 +112,21 @@ console.log(`node ${process.version}, ${os.cpus().length} cores, ${perLevel} epi
 console.log(
   'concurrency | karotte episodes/min | karotte, warm pool | naive episodes/min | naive / karotte | naive / pooled | karotte median ms | pooled median ms | naive median ms',
 );
-for (const concurrency of [1, 4, 16]) {
+for (const concurrency of levels) {
   const karotte = await throughput(concurrency, () => karotteEpisode(task));
   // One pool per level, made (and filled) before the clock starts, drained after it stops. At
   // most 2 strong: every waiting sandbox holds an admission reservation (this task's pids x
   // nofile open files), and the host's file budget admits only about 7 of this task at once.
   const size = Math.min(concurrency, 2);
   const pool = createSandboxWorldPool({ size });
-  await karotteEpisode(task, pool.createWorld);
-  while (pool.stats().idle < size) await new Promise((resolve) => setTimeout(resolve, 20));
-  const pooled = await throughput(concurrency, () => karotteEpisode(task, pool.createWorld));
+  await karotteEpisode(task, pool.createWorld, pool.prepareJudge);
+  while (pool.stats().idle < size || pool.judgeStats().idle < size)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  const pooled = await throughput(concurrency, () =>
+    karotteEpisode(task, pool.createWorld, pool.prepareJudge),
+  );
   const stats = pool.stats();
+  const judgeStats = pool.judgeStats();
   await pool.close();
   const naive = await throughput(concurrency, naiveEpisode);
   console.log(
@@ -129,7 +140,7 @@ for (const concurrency of [1, 4, 16]) {
       karotte.medianMs.toFixed(0).padStart(17),
       pooled.medianMs.toFixed(0).padStart(16),
       naive.medianMs.toFixed(0).padStart(15),
-      `(pool: ${stats.warm} warm, ${stats.cold} cold, ${stats.discarded} discarded)`,
+      `(pool: ${stats.warm} warm, ${stats.cold} cold, ${stats.discarded} discarded; judges: ${judgeStats.warm} warm, ${judgeStats.cold} cold)`,
     ].join(' | '),
   );
 }

@@ -1,7 +1,9 @@
 // Overhead of the full collect-then-grade sequence on a small submission (one 3-byte answer
 // file), against the baseline of running the same grader script directly with node (the
 // harness's own node, the same env variables, no sandbox, no reap, no custody). Also the
-// judge alone (the sandboxed executable judge on an existing custody copy) to split the cost.
+// judge alone (the sandboxed executable judge on an existing custody copy) to split the cost,
+// and the judge alone with its setup made ahead (prepareJudge, as an episode does while the
+// student works).
 // Needs root (a real student uid, the grader's sandbox, cgroups).
 //
 //   pnpm --filter @karotte/grader build && node bench/grader/collect-and-grade.mjs [--runs 15]
@@ -14,7 +16,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { collectAndGrade, createExecutableJudge, gradeSubmission } from '../../packages/grader/dist/index.js';
+import {
+  collectAndGrade,
+  createExecutableJudge,
+  gradeSubmission,
+  prepareJudge,
+} from '../../packages/grader/dist/index.js';
 
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg === -1 ? 15 : Number(process.argv[runsArg + 1]);
@@ -78,6 +85,20 @@ async function full() {
   return { ms, timings: verdict.timings };
 }
 
+/** The judge with its setup made ahead (prepareJudge, not timed: an episode makes it while the student works). */
+async function preparedOnly() {
+  const prepared = await prepareJudge(judge);
+  try {
+    const started = performance.now();
+    const verdict = await gradeSubmission({ judge: prepared, submissionDir: custody, hiddenDir: hidden });
+    const ms = performance.now() - started;
+    if (verdict.status !== 'passed') throw new Error(`unexpected verdict ${JSON.stringify(verdict)}`);
+    return ms;
+  } finally {
+    await prepared.dispose();
+  }
+}
+
 async function judgeOnly() {
   const started = performance.now();
   const verdict = await gradeSubmission({ judge, submissionDir: custody, hiddenDir: hidden });
@@ -92,6 +113,7 @@ try {
   const d = [];
   const f = [];
   const j = [];
+  const p = [];
   const phases = { reapMs: [], reclaimMs: [], custodyMs: [], judgeMs: [] };
   for (let run = 0; run < RUNS; run += 1) {
     d.push(direct());
@@ -99,6 +121,7 @@ try {
     f.push(r.ms);
     for (const key of Object.keys(phases)) phases[key].push(r.timings[key]);
     j.push(await judgeOnly());
+    p.push(await preparedOnly());
   }
   const rows = [
     {
@@ -110,6 +133,11 @@ try {
       step: 'gradeSubmission (sandboxed judge only)',
       'median (ms)': Math.round(median(j)),
       'ratio vs baseline': Number((median(j) / median(d)).toFixed(1)),
+    },
+    {
+      step: 'gradeSubmission, judge prepared ahead',
+      'median (ms)': Math.round(median(p)),
+      'ratio vs baseline': Number((median(p) / median(d)).toFixed(1)),
     },
     {
       step: 'collectAndGrade (reap+reclaim+custody+judge)',

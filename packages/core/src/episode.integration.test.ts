@@ -387,3 +387,69 @@ describe('faults and limits outside the student', () => {
     expect(pidsOfUid(real!.uid)).toEqual([]);
   }, 120_000);
 });
+
+describe("a step's judge made ahead", () => {
+  const judgeOf = (result: Awaited<ReturnType<typeof runEpisode>>) => result.steps[0]!.verdict.judge!;
+
+  it('by default its grader world is made while the student works; null makes nothing ahead', async () => {
+    const task = await loadTask(path.join(examples, 'quarterly-revenue'));
+    const ahead = await runEpisode(task, createReplayAgent(control), {
+      outDir: outDir(),
+      createWorld: createSandboxWorld,
+    });
+    expect(ahead).toMatchObject({ status: 'passed', score: 1 });
+    expect(judgeOf(ahead).timings!.preparedMs).toBeGreaterThan(0);
+    const plain = await runEpisode(task, createReplayAgent(control), {
+      outDir: outDir(),
+      createWorld: createSandboxWorld,
+      prepareJudge: null,
+    });
+    expect(plain).toMatchObject({ status: 'passed', score: 1 });
+    expect(judgeOf(plain).timings!.preparedMs).toBeUndefined();
+  });
+
+  it('a preparation that fails is no fault: the judge sets up when it grades', async () => {
+    const task = await loadTask(path.join(examples, 'quarterly-revenue'));
+    const result = await runEpisode(task, createReplayAgent(control), {
+      outDir: outDir(),
+      createWorld: createSandboxWorld,
+      prepareJudge: () => Promise.reject(new Error('no grader world ahead today')),
+    });
+    expect(result).toMatchObject({ status: 'passed', score: 1, error: null });
+    expect(judgeOf(result).timings!.preparedMs).toBeUndefined();
+  });
+
+  it('is released when the episode ends before grading (its world could not be made)', async () => {
+    const { prepareJudge } = await import('@karotte/grader');
+    const task = await loadTask(path.join(examples, 'quarterly-revenue'));
+    let made = 0;
+    let disposed = 0;
+    let ready: () => void = () => undefined;
+    const preparedNow = new Promise<void>((resolve) => {
+      ready = resolve;
+    });
+    const result = await runEpisode(task, createReplayAgent(control), {
+      outDir: outDir(),
+      // Fails once the judge is made, so the episode ends holding a prepared judge.
+      createWorld: async () => {
+        await preparedNow;
+        throw new Error('no sandbox today');
+      },
+      prepareJudge: async (judge, options) => {
+        const prepared = await prepareJudge(judge, options);
+        if (prepared === null) return null;
+        made += 1;
+        ready();
+        return {
+          ...prepared,
+          dispose: async () => {
+            disposed += 1;
+            await prepared.dispose();
+          },
+        };
+      },
+    });
+    expect(result.status).toBe('error');
+    expect({ made, disposed }).toEqual({ made: 1, disposed: 1 });
+  });
+});

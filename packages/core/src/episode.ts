@@ -9,7 +9,15 @@ import {
   type TurnTokens,
   type TurnUsage,
 } from '@karotte/agents';
-import { collectAndGrade, preflightJudge, type Judge, type LimitHit, type Verdict } from '@karotte/grader';
+import {
+  collectAndGrade,
+  preflightJudge,
+  prepareJudge,
+  type Judge,
+  type LimitHit,
+  type PreparedJudge,
+  type Verdict,
+} from '@karotte/grader';
 import {
   DEFAULT_COMMAND_TIMEOUT_MS,
   DEFAULT_EPISODE_WALL_TIME_MS,
@@ -88,6 +96,12 @@ export interface WorldSpec {
 
 export type WorldFactory = (spec: WorldSpec) => Promise<StudentWorld>;
 
+/** Makes a judge ahead (`prepareJudge` of `@karotte/grader`, or a judge pool's `prepare`). */
+export type JudgePreparer = (
+  judge: Judge,
+  options: { readonly abortSignal: AbortSignal },
+) => Promise<PreparedJudge | null>;
+
 export interface EpisodeOptions {
   /** Directory for `transcript.jsonl` and `result.json`; created when missing. */
   readonly outDir: string;
@@ -109,6 +123,13 @@ export interface EpisodeOptions {
    * once per step, in `start()`, before the sandbox exists: each judge's preflight runs then.
    */
   readonly judgeFor?: (step: TaskStep, index: number) => Judge;
+  /**
+   * How a step's judge is made ahead, so its setup (the executable judge's grader world)
+   * overlaps the student's turns instead of following them: by default `prepareJudge` of
+   * `@karotte/grader`, started with the step; a {@link SandboxWorldPool}'s `prepareJudge` hands
+   * out one made before the episode. Null: nothing is made ahead.
+   */
+  readonly prepareJudge?: JudgePreparer | null;
   /**
    * Told what the episode is doing as it happens (for a progress display). Called
    * synchronously; what it throws is ignored: it never changes the episode.
@@ -260,6 +281,13 @@ export class Episode {
   private finalAnswer: string | null = null;
   /** Each step's judge, made once in `start()` (and preflighted there). */
   private readonly judges: Judge[] = [];
+  /**
+   * A step's judge made ahead (its grader's world and copies of the program started while the
+   * student works): resolves to null when the judge has nothing to prepare or its preparation
+   * failed (the judge then sets up when it grades, and reports that fault itself).
+   */
+  private prepared: { readonly step: number; readonly judge: Promise<PreparedJudge | null> } | undefined;
+  private readonly preparing = new AbortController();
   private readonly profile: ToolProfile;
   /** Transcript lines written from a synchronous callback (retry notices), awaited before the next. */
   private pendingAppends: Promise<unknown>[] = [];
@@ -353,6 +381,7 @@ export class Episode {
       throw error;
     }
     this.progress({ type: 'judges_checked', steps: this.task.steps.length });
+    this.prepareJudge(0);
     const worldStarted = Date.now();
     const { memoryBytes, pids, diskBytes } = this.task.limits;
     try {
@@ -404,6 +433,7 @@ export class Episode {
 
   private async beginStep(): Promise<void> {
     const step = this.task.steps[this.stepIndex]!;
+    this.prepareJudge(this.stepIndex);
     this.turnsThisStep = 0;
     this.emptyTurnsInARow = 0;
     this.emptyTurnLimitHit = false;
@@ -742,7 +772,10 @@ export class Episode {
         ),
       );
     }
-    const judge = this.judgeOf(step, index);
+    // The judge made ahead may still be on its way: awaited when the judge is due, so its
+    // setup overlaps the reap and custody too.
+    const preparing = this.takePreparedJudge(index);
+    const judge = preparedOrPlain(preparing, this.judgeOf(step, index));
     this.progress({ type: 'collect', step: index, submission: step.submission });
     let verdict: Verdict;
     try {
@@ -762,6 +795,8 @@ export class Episode {
     } catch (error) {
       await this.recordFault(error, 'grading');
       throw error;
+    } finally {
+      await (await preparing)?.dispose();
     }
     const timings = verdict.timings;
     this.progress({
@@ -809,6 +844,8 @@ export class Episode {
     this.state = 'finished';
     this.options.abortSignal?.removeEventListener('abort', this.onAbort);
     if (this.wallTimer !== undefined) clearTimeout(this.wallTimer);
+    this.preparing.abort();
+    await (await this.takePreparedJudge(null))?.dispose();
     if (this.world !== undefined) {
       try {
         await this.world.destroy();
@@ -887,6 +924,32 @@ export class Episode {
       steps: this.outcomes,
       error,
     };
+  }
+
+  /** Start making step `index`'s judge ahead (once per step; see {@link prepared}). */
+  private prepareJudge(index: number): void {
+    if (this.prepared?.step === index || index >= this.task.steps.length) return;
+    const prepare = this.options.prepareJudge === undefined ? prepareJudge : this.options.prepareJudge;
+    if (prepare === null) return;
+    const judge = this.judgeOf(this.task.steps[index]!, index);
+    this.prepared = {
+      step: index,
+      judge: prepare(judge, { abortSignal: this.preparing.signal }).catch(() => null),
+    };
+  }
+
+  /**
+   * The judge made ahead for step `index` (any step: null), now the caller's to dispose; null
+   * when there is none. One made for another step is released.
+   */
+  private async takePreparedJudge(index: number | null): Promise<PreparedJudge | null> {
+    const prepared = this.prepared;
+    this.prepared = undefined;
+    if (prepared === undefined) return null;
+    const judge = await prepared.judge;
+    if (index === null || prepared.step === index) return judge;
+    await judge?.dispose();
+    return null;
   }
 
   /** The step's judge, chosen once (the caller's `judgeFor`, else the one the task resolved when it loaded). */
@@ -1095,4 +1158,16 @@ function copyMisbehavior(m: Verdict['misbehavior'][number]): MisbehaviorRecord {
   return m.path === undefined
     ? { code: m.code, message: m.message }
     : { code: m.code, message: m.message, path: m.path };
+}
+
+/**
+ * A judge that evaluates the prepared one once it is ready, or `plain` when there is none
+ * (its preflight and name are `plain`'s). Disposing the prepared one stays the caller's.
+ */
+function preparedOrPlain(prepared: Promise<PreparedJudge | null>, plain: Judge): Judge {
+  return {
+    kind: plain.kind,
+    name: plain.name,
+    evaluate: async (context) => ((await prepared) ?? plain).evaluate(context),
+  };
 }

@@ -61,6 +61,7 @@ export type {
   TurnOutcome,
   WorldSpec,
   WorldFactory,
+  JudgePreparer,
 } from './episode.js';
 export { bashProfile } from './tools/bash.js';
 export type {

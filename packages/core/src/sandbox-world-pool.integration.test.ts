@@ -76,6 +76,43 @@ describe('createSandboxWorldPool', () => {
     expect(transcript).not.toContain('planted');
   });
 
+  it('grades in a grader world made before the episode, which the student cannot see or reach', async () => {
+    const task = await loadTask(path.join(examples, 'quarterly-revenue'));
+    const pool = createSandboxWorldPool({ size: 1 });
+    pools.push(pool);
+    const options = () => ({
+      outDir: outDir(),
+      createWorld: pool.createWorld,
+      prepareJudge: pool.prepareJudge,
+    });
+    const first = await runEpisode(task, createReplayAgent(control), options());
+    expect(first).toMatchObject({ status: 'passed', score: 1 });
+    expect(pool.judgeStats()).toMatchObject({ cold: 1, warm: 0 });
+    await waitFor(() => pool.judgeStats().idle === 1 && pool.stats().idle === 1, 30_000);
+    const secondOptions = options();
+    const second = await runEpisode(
+      task,
+      createReplayAgent([
+        bash(
+          'ls -la /var/lib/karotte/grader /var/lib/karotte 2>&1; touch /var/lib/karotte/grader/x 2>&1; true',
+        ),
+        ...control,
+      ]),
+      secondOptions,
+    );
+    expect(second).toMatchObject({ status: 'passed', score: 1 });
+    expect(pool.judgeStats()).toMatchObject({ cold: 1, warm: 1 });
+    const judge = second.steps[0]!.verdict.judge!;
+    expect(judge.timings!.preparedMs).toBeGreaterThan(0);
+    expect(judge.timings!.setupMs).toBeLessThan(judge.timings!.preparedMs!);
+    // The run made ahead (its directory named by the grader's uid) was out of the student's sight.
+    const transcript = fs.readFileSync(path.join(secondOptions.outDir, 'transcript.jsonl'), 'utf8');
+    expect(transcript).not.toContain('karotte-grade-');
+    expect(fs.existsSync('/var/lib/karotte/grader/x')).toBe(false);
+    await pool.close();
+    expect(pool.judgeStats().idle).toBe(0);
+  });
+
   it('close() drains the pools: no lease of theirs is left', async () => {
     const task = await loadTask(path.join(examples, 'quarterly-revenue'));
     const pool = createSandboxWorldPool({ size: 2 });

@@ -2,10 +2,12 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '@karotte/base';
 import {
+  createJudgePool,
   createSandboxCollector,
   networkCheckFromSandbox,
   studentFromSandbox,
   studentLimitOutcome,
+  type JudgePoolStats,
 } from '@karotte/grader';
 import {
   SandboxError,
@@ -17,7 +19,7 @@ import {
   type SandboxPoolStats,
 } from '@karotte/sandbox';
 import { CoreError } from './errors.js';
-import type { WorldFactory, WorldSpec } from './episode.js';
+import type { JudgePreparer, WorldFactory, WorldSpec } from './episode.js';
 import type { ShellOutcome, StudentWorld } from './world.js';
 
 /** Options of {@link createSandboxWorld} beyond the task's own limits. */
@@ -76,7 +78,7 @@ async function made(create: () => Promise<Sandbox>): Promise<Sandbox> {
 
 /** Options of {@link createSandboxWorldPool}. */
 export interface SandboxWorldPoolOptions extends SandboxWorldOptions {
-  /** Sandboxes kept ready per world configuration (a task's limits, image and hidden paths). @default 1 */
+  /** Sandboxes kept ready per world configuration (a task's limits, image and hidden paths), and prepared judges per judge. @default 1 */
   readonly size?: number;
   /** A pooled sandbox older than this is destroyed unused. @default 600000 */
   readonly maxAgeMs?: number;
@@ -88,9 +90,17 @@ export interface SandboxWorldPoolOptions extends SandboxWorldOptions {
 export interface SandboxWorldPool {
   /** Like {@link createSandboxWorld}, but from a pool of sandboxes made ahead for the same configuration. */
   readonly createWorld: WorldFactory;
-  /** The pools' counts, summed. */
+  /**
+   * For an episode's `prepareJudge`: a step's judge prepared before the episode (the
+   * executable judge's grader world made and started), `size` kept ready per judge
+   * (`createJudgePool` of `@karotte/grader`).
+   */
+  readonly prepareJudge: JudgePreparer;
+  /** The sandbox pools' counts, summed. */
   stats(): SandboxPoolStats;
-  /** Drain every pool (the worlds handed out are their episodes'). */
+  /** The judge pool's counts. */
+  judgeStats(): JudgePoolStats;
+  /** Drain every pool, the judges' too (the worlds and judges handed out are their episodes'). */
   close(): Promise<void>;
 }
 
@@ -107,6 +117,10 @@ export function createSandboxWorldPool(options: SandboxWorldPoolOptions = {}): S
   const evictionFailures: unknown[] = [];
   const maxConfigurations = options.maxConfigurations ?? 4;
   let closed = false;
+  const judges = createJudgePool({
+    ...(options.size === undefined ? {} : { size: options.size }),
+    ...(options.maxAgeMs === undefined ? {} : { maxAgeMs: options.maxAgeMs }),
+  });
   const poolFor = (sandboxOptions: SandboxOptions): SandboxPool => {
     const key = JSON.stringify(sandboxOptions);
     let pool = pools.get(key);
@@ -135,6 +149,8 @@ export function createSandboxWorldPool(options: SandboxWorldPoolOptions = {}): S
       const sandbox = await made(() => pool.acquire({ abortSignal: spec.abortSignal }));
       return worldOf(sandbox, spec);
     },
+    prepareJudge: (judge, prepareOptions) => judges.prepare(judge, prepareOptions),
+    judgeStats: () => judges.stats(),
     stats() {
       const sum = { made: 0, warm: 0, cold: 0, discarded: 0, failed: 0, idle: 0 };
       let lastDiscard: string | null = null;
@@ -149,6 +165,7 @@ export function createSandboxWorldPool(options: SandboxWorldPoolOptions = {}): S
       closed = true;
       const all = [...pools.values()].map((pool) => pool.close());
       pools.clear();
+      all.push(judges.close());
       const results = await Promise.allSettled([...closing, ...all]);
       for (const result of results) if (result.status === 'rejected') throw result.reason;
       if (evictionFailures.length > 0) throw evictionFailures[0];

@@ -24,8 +24,8 @@ export type { DefaultCollectorOptions } from './default-collector.js';
 export { recoverGraderLeftovers, recoverGraderLeftoversOptionsSchema } from './recover.js';
 export type { RecoverGraderLeftoversOptions, RecoveredGrader, GraderRecoveryReport } from './recover.js';
 export { studentLimitOutcome } from './limit-outcome.js';
-export { evaluateJudge, preflightJudge } from './judge.js';
-export type { Judge, JudgeContext } from './judge.js';
+export { evaluateJudge, preflightJudge, prepareJudge, PREPARED_MAX_AGE_MS } from './judge.js';
+export type { Judge, JudgeContext, PreparedJudge, PrepareOptions } from './judge.js';
 export { createExecutableJudge, executableJudgeOptionsSchema } from './judges/executable.js';
 export type { ExecutableJudgeOptions } from './judges/executable.js';
 export { checkGraderInterpreter, graderInterpreterOptionsSchema } from './judges/interpreter.js';
@@ -64,3 +64,5 @@ export type {
   LimitHit,
   NetworkCheck,
 } from './verdict.js';
+export { createJudgePool, judgePoolOptionsSchema } from './judge-pool.js';
+export type { JudgePool, JudgePoolOptions, JudgePoolStats } from './judge-pool.js';

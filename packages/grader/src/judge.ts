@@ -42,6 +42,66 @@ export interface Judge {
    * instead of running it to an end that cannot be graded. Composites check every child.
    */
   preflight?(): Promise<void>;
+  /**
+   * Optional: make ahead what `evaluate` would set up before it can look at a submission (the
+   * executable judge: its private directory, uid, cgroup, program copy, namespaces and
+   * mounts, its world started), so that setup overlaps the episode instead of following it.
+   * Returns a judge whose first evaluation uses what was made; release it with `dispose()`
+   * whether or not it was evaluated. Nothing of the episode is in it: the submission and the
+   * hidden data are copied in by `evaluate`, after the student's processes are reaped.
+   * Composites prepare every child that can be.
+   * @throws the fault `evaluate` would report (a {@link GraderError}); the judge itself is
+   *   unchanged, so a caller may evaluate it unprepared and get that fault as a report.
+   */
+  prepare?(options?: PrepareOptions): Promise<PreparedJudge>;
+}
+
+/** Options of {@link Judge.prepare}. */
+export interface PrepareOptions {
+  /** Cancels the preparation (it then throws); a prepared judge is released by `dispose()`. */
+  readonly abortSignal?: AbortSignal;
+  /**
+   * What was made ahead is used only younger than this; an older one is released and the
+   * evaluation sets up anew. @default 600000 (10 minutes)
+   */
+  readonly maxAgeMs?: number;
+}
+
+/** Default of {@link PrepareOptions.maxAgeMs}. */
+export const PREPARED_MAX_AGE_MS = 600_000;
+
+/** A judge with its setup made ahead ({@link Judge.prepare}). */
+export interface PreparedJudge extends Judge {
+  /**
+   * True while what was made ahead is unused and still holds (the executable judge: its
+   * grader's world lives). A cheap re-check for a pool handing prepared judges out.
+   */
+  usable(): boolean;
+  /**
+   * Release what was made ahead and not used (the first evaluation takes it). Idempotent;
+   * never throws (a part that cannot be released stays for `recoverLeftovers`).
+   */
+  dispose(): Promise<void>;
+}
+
+/**
+ * `judge.prepare()` when the judge has one, else null (nothing to make ahead: evaluate the
+ * judge itself).
+ * @throws what `prepare()` throws, a foreign error wrapped as `INTERNAL`.
+ */
+export async function prepareJudge(
+  judge: Judge,
+  options: PrepareOptions = {},
+): Promise<PreparedJudge | null> {
+  if (typeof judge.prepare !== 'function') return null;
+  try {
+    return await judge.prepare(options);
+  } catch (error) {
+    if (KarotteError.isInstance(error)) throw error;
+    throw new GraderError('INTERNAL', `preparing judge ${judge.name} failed: ${String(error)}`, {
+      cause: error,
+    });
+  }
 }
 
 /**

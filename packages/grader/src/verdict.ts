@@ -156,6 +156,11 @@ const executableTimingsSchema = z
     runMs: z.number().nonnegative(),
     /** From the grader's exit to the report (proof the cgroup is empty, unmount, removal). */
     teardownMs: z.number().nonnegative(),
+    /**
+     * The setup made ahead by `prepare()` (private directory, uid, cgroup, namespaces, mounts),
+     * before the evaluation's call and outside `setupMs`; absent when nothing was prepared.
+     */
+    preparedMs: z.number().nonnegative().optional(),
   })
   .strict();
 type ExecutableTimings = z.infer<typeof executableTimingsSchema>;

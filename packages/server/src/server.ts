@@ -69,9 +69,10 @@ export const environmentServerOptionsSchema = z
     /** OpenEnv WebSocket connections open at once; past it an upgrade is a 503. @default 4 x maxEpisodes + 16 */
     maxConnections: z.number().int().min(1).max(65_536).optional(),
     /**
-     * Sandboxes kept made and verified ahead of the episodes, per task configuration
-     * (`createSandboxWorldPool` of `@karotte/core`; each is fresh and used once), drained by
-     * `close()`. Only for the default worlds: a `createWorld` of the caller's makes its own.
+     * Sandboxes kept made and verified ahead of the episodes, per task configuration, and
+     * grader sandboxes per step judge (`createSandboxWorldPool` of `@karotte/core`; each is
+     * fresh and used once), drained by `close()`. Only for the default worlds: a `createWorld`
+     * of the caller's makes its own.
      * @default 0
      */
     warmPool: z.number().int().min(0).max(64).default(0),
@@ -327,6 +328,7 @@ export async function createEnvironmentServer(options: EnvironmentServerOptions)
             abortSignal,
             outDir: path.join(stateDir, id),
             createWorld,
+            ...(pool === undefined ? {} : { prepareJudge: pool.prepareJudge }),
             agentName: 'served',
             tools: profile,
             ...(body.maxTurns === undefined ? {} : { maxTurns: body.maxTurns }),

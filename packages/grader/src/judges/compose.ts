@@ -1,6 +1,6 @@
 import { BadArgumentError } from '@karotte/base';
-import { childPath, elapsed, evaluateJudge, preflightJudge } from '../judge.js';
-import type { Judge, JudgeContext } from '../judge.js';
+import { childPath, elapsed, evaluateJudge, preflightJudge, prepareJudge } from '../judge.js';
+import type { Judge, JudgeContext, PreparedJudge, PrepareOptions } from '../judge.js';
 import type { Confinement, JudgeKind, JudgeReport } from '../verdict.js';
 
 /** Options of a composite judge. */
@@ -60,9 +60,9 @@ function checkJudges(judges: readonly unknown[], field: string): asserts judges 
 async function runComposite(
   kind: JudgeKind,
   name: string,
-  children: readonly { judge: Judge; weight?: number }[],
+  children: readonly Child[],
   context: JudgeContext,
-  combine: (scores: readonly { score: number; weight: number }[]) => number,
+  combine: Combine,
   stopEarly: (score: number) => boolean,
 ): Promise<JudgeReport> {
   const startedAt = performance.now();
@@ -97,6 +97,49 @@ async function runComposite(
   return { ...base, status: 'scored', score: Math.min(1, Math.max(0, score)), failure: null, error: null };
 }
 
+type Child = { readonly judge: Judge; readonly weight?: number };
+type Combine = (scores: readonly { score: number; weight: number }[]) => number;
+
+/**
+ * A composite over `children`: preflight checks each; prepare makes every child that can be
+ * ahead at once (all or none: when one fails, the others are released and its fault thrown),
+ * and returns the same composite over the prepared children.
+ */
+function composite(
+  kind: JudgeKind,
+  name: string,
+  children: readonly Child[],
+  combine: Combine,
+  stopEarly: (score: number) => boolean,
+): Judge {
+  return {
+    kind,
+    name,
+    preflight: () => preflightAll(children.map((c) => c.judge)),
+    evaluate: (context) => runComposite(kind, name, children, context, combine, stopEarly),
+    prepare: async (options: PrepareOptions = {}): Promise<PreparedJudge> => {
+      const settled = await Promise.allSettled(children.map((c) => prepareJudge(c.judge, options)));
+      const made = settled.flatMap((r) => (r.status === 'fulfilled' && r.value !== null ? [r.value] : []));
+      const refused = settled.find((r) => r.status === 'rejected');
+      if (refused !== undefined) {
+        await Promise.all(made.map((p) => p.dispose()));
+        throw refused.reason;
+      }
+      const prepared = children.map((c, i) => {
+        const r = settled[i] as PromiseFulfilledResult<PreparedJudge | null>;
+        return { ...c, judge: r.value ?? c.judge };
+      });
+      return {
+        ...composite(kind, name, prepared, combine, stopEarly),
+        usable: () => made.every((p) => p.usable()),
+        dispose: async () => {
+          await Promise.all(made.map((p) => p.dispose()));
+        },
+      };
+    },
+  };
+}
+
 /**
  * Every judge must pass: the score is the lowest child score. Stops at the first child that
  * scores 0 (the outcome cannot change).
@@ -104,21 +147,13 @@ async function runComposite(
  */
 export function allOf(judges: readonly Judge[], options: CompositeOptions = {}): Judge {
   checkJudges(judges, 'judges');
-  const name = options.name ?? 'all';
-  return {
-    kind: 'all',
-    name,
-    preflight: () => preflightAll(judges),
-    evaluate: (context) =>
-      runComposite(
-        'all',
-        name,
-        judges.map((judge) => ({ judge })),
-        context,
-        (s) => Math.min(...s.map((x) => x.score)),
-        (score) => score === 0,
-      ),
-  };
+  return composite(
+    'all',
+    options.name ?? 'all',
+    judges.map((judge) => ({ judge })),
+    (s) => Math.min(...s.map((x) => x.score)),
+    (score) => score === 0,
+  );
 }
 
 /**
@@ -128,21 +163,13 @@ export function allOf(judges: readonly Judge[], options: CompositeOptions = {}):
  */
 export function anyOf(judges: readonly Judge[], options: CompositeOptions = {}): Judge {
   checkJudges(judges, 'judges');
-  const name = options.name ?? 'any';
-  return {
-    kind: 'any',
-    name,
-    preflight: () => preflightAll(judges),
-    evaluate: (context) =>
-      runComposite(
-        'any',
-        name,
-        judges.map((judge) => ({ judge })),
-        context,
-        (s) => Math.max(...s.map((x) => x.score)),
-        (score) => score === 1,
-      ),
-  };
+  return composite(
+    'any',
+    options.name ?? 'any',
+    judges.map((judge) => ({ judge })),
+    (s) => Math.max(...s.map((x) => x.score)),
+    (score) => score === 1,
+  );
 }
 
 /**
@@ -164,20 +191,12 @@ export function weighted(entries: readonly WeightedJudge[], options: CompositeOp
     entries.map((e) => e.judge),
     'entries',
   );
-  const name = options.name ?? 'weighted';
   const total = entries.reduce((sum, e) => sum + e.weight, 0);
-  return {
-    kind: 'weighted',
-    name,
-    preflight: () => preflightAll(entries.map((e) => e.judge)),
-    evaluate: (context) =>
-      runComposite(
-        'weighted',
-        name,
-        entries,
-        context,
-        (s) => s.reduce((sum, x) => sum + x.score * x.weight, 0) / total,
-        () => false,
-      ),
-  };
+  return composite(
+    'weighted',
+    options.name ?? 'weighted',
+    entries,
+    (s) => s.reduce((sum, x) => sum + x.score * x.weight, 0) / total,
+    () => false,
+  );
 }

@@ -38,13 +38,14 @@ import {
 import { z } from 'zod';
 import { GraderError } from '../errors.js';
 import { errorReport, failedReport, faultFromError, scoredReport } from '../judge.js';
-import type { Judge, JudgeContext, ReportBase } from '../judge.js';
+import { PREPARED_MAX_AGE_MS } from '../judge.js';
+import type { Judge, JudgeContext, PreparedJudge, PrepareOptions, ReportBase } from '../judge.js';
 import { createLimitsCgroup } from '../runner/group.js';
 import type { CgroupStats, GraderCgroup } from '../runner/cgroup.js';
 import { copyTree } from '../runner/copy-tree.js';
 import { allocateGraderIdentity, GRADER_UID_RANGE } from '../runner/identity.js';
-import { launch } from '../runner/launch.js';
-import type { LaunchResult } from '../runner/launch.js';
+import { launch, openWorld } from '../runner/launch.js';
+import type { ConfinedSpec, LaunchResult } from '../runner/launch.js';
 import { isWithin, runTrusted } from '../runner/mounts.js';
 import { assertTrustedInterpreter, SCRATCH_DIRS } from './interpreter.js';
 import { maxScoreFileBytes, readScoreFile, scoreLimitsSchema } from '../score.js';
@@ -286,6 +287,9 @@ export function createExecutableJudge(options: ExecutableJudgeOptions): Judge {
     kind: 'executable',
     name,
     evaluate: (context) => runExecutable(resolved, workDir, name, context),
+    // Everything but the episode's inputs made ahead, the grader's world started: the setup
+    // overlaps the student's turns instead of following them.
+    prepare: (options = {}) => prepareExecutable(resolved, workDir, name, options),
     // The same checks as the start of every evaluation, for a caller that wants to refuse an
     // episode before it runs rather than learn at its end that it cannot be graded.
     preflight: async () => {
@@ -409,13 +413,13 @@ interface GradingPaths {
 }
 
 /**
- * Copy the custody directory, the hidden data and the program into the run's private
- * directory, owned by root with the grader's gid (readable by it, never writable), and make
- * its HOME. Missing inputs are empty directories.
+ * Make the run's private inputs that do not depend on the episode: copies of the program and
+ * the task directory, owned by root with the grader's gid (readable by it, never writable),
+ * HOME, and the empty directories the submission and hidden data are copied into later (see
+ * {@link copyEpisodeInputs}), root's alone until then.
  */
-async function copyInputs(
+async function makeInputs(
   resolved: Resolved,
-  context: JudgeContext,
   root: string,
   owner: { uid: number; gid: number },
   modes: { dirMode: number; fileMode: number },
@@ -424,36 +428,8 @@ async function copyInputs(
   const hiddenDir = path.join(root, 'hidden');
   const programDir = path.join(root, 'program');
   const home = path.join(root, 'home');
-
-  if (context.submissionDir !== null) {
-    const copied = await copyTree(context.submissionDir, submissionDir, {
-      ...owner,
-      ...modes,
-      maxEntries: 1_000_000,
-    });
-    if (!copied.ok)
-      throw new GraderError('SETUP_FAILED', `cannot copy the custody directory: ${copied.message}`);
-  } else {
-    await mkdir(submissionDir, { mode: modes.dirMode });
-  }
-  if (context.hiddenDir !== null) {
-    let copied;
-    try {
-      copied = await copyTree(context.hiddenDir, hiddenDir, { ...owner, ...modes, maxEntries: 1_000_000 });
-    } catch (error) {
-      throw new GraderError(
-        'HIDDEN_DATA_UNAVAILABLE',
-        `cannot copy hidden data ${context.hiddenDir}: ${String(error)}`,
-        {
-          cause: error,
-        },
-      );
-    }
-    if (!copied.ok)
-      throw new GraderError('HIDDEN_DATA_UNAVAILABLE', `cannot copy hidden data: ${copied.message}`);
-  } else {
-    await mkdir(hiddenDir, { mode: modes.dirMode });
-  }
+  await mkdir(submissionDir, { mode: 0o700 });
+  await mkdir(hiddenDir, { mode: 0o700 });
   let programCopy: string | undefined;
   if (resolved.program !== undefined) {
     programCopy = path.join(programDir, path.basename(resolved.program));
@@ -476,11 +452,43 @@ async function copyInputs(
       throw new GraderError('SETUP_FAILED', `cannot copy the task directory: ${copied.message}`);
     await chownAndMode(taskCopy, owner, modes.dirMode);
   }
-  await chownAndMode(submissionDir, owner, modes.dirMode);
-  await chownAndMode(hiddenDir, owner, modes.dirMode);
   await mkdir(home, { mode: 0o700 });
-
   return { submissionDir, hiddenDir, programCopy, taskCopy, home };
+}
+
+/**
+ * Copy the custody directory and the hidden data into the run's empty input directories,
+ * with the grader's group (readable by it, never writable). A missing input stays an empty
+ * directory.
+ */
+async function copyEpisodeInputs(
+  context: JudgeContext,
+  paths: GradingPaths,
+  owner: { uid: number; gid: number },
+  modes: { dirMode: number; fileMode: number },
+): Promise<void> {
+  const into = { ...owner, ...modes, maxEntries: 1_000_000, intoEmptyDirectory: true };
+  if (context.submissionDir !== null) {
+    const copied = await copyTree(context.submissionDir, paths.submissionDir, into);
+    if (!copied.ok)
+      throw new GraderError('SETUP_FAILED', `cannot copy the custody directory: ${copied.message}`);
+  }
+  if (context.hiddenDir !== null) {
+    let copied;
+    try {
+      copied = await copyTree(context.hiddenDir, paths.hiddenDir, into);
+    } catch (error) {
+      throw new GraderError(
+        'HIDDEN_DATA_UNAVAILABLE',
+        `cannot copy hidden data ${context.hiddenDir}: ${String(error)}`,
+        { cause: error },
+      );
+    }
+    if (!copied.ok)
+      throw new GraderError('HIDDEN_DATA_UNAVAILABLE', `cannot copy hidden data: ${copied.message}`);
+  }
+  await chownAndMode(paths.submissionDir, owner, modes.dirMode);
+  await chownAndMode(paths.hiddenDir, owner, modes.dirMode);
 }
 
 /**
@@ -552,207 +560,360 @@ async function graderMountPlan(
   });
 }
 
+/**
+ * One grading run's host side. {@link openRun} makes everything up to the program's start
+ * except the copies of the episode's inputs (the private directory, uid, cgroup, score
+ * mount, program and task copies, mount plan, and, for a prepared run, the started world);
+ * {@link gradeRun} copies the inputs and runs the program once; {@link closeRun} releases it.
+ */
+interface GradingRun {
+  readonly resolved: Resolved;
+  /** When the report's clock starts: the evaluation's call (a prepared run's too). */
+  startedAt: number;
+  /** How long the setup made ahead took (a prepared run), else undefined. */
+  preparedMs?: number;
+  base: ReportBase;
+  root?: string | undefined;
+  identity?: IdentityLease | undefined;
+  cgroup?: GraderCgroup | undefined;
+  scoreMounted: boolean;
+  binaries?: SandboxBinaries;
+  /** Set once openRun finished. */
+  ready?: {
+    readonly paths: GradingPaths & { readonly scoreDir: string; readonly scoreFile: string };
+    readonly owner: { uid: number; gid: number };
+    readonly modes: { dirMode: number; fileMode: number };
+    readonly argv: [string, ...string[]];
+    readonly env: Record<string, string>;
+    readonly cwd: string;
+    readonly sandbox: ConfinedSpec | null;
+    /** When openRun finished (a prepared run's age counts from here). */
+    readonly at: number;
+  };
+  launched?: { readyAt: number };
+  exited?: number;
+}
+
+function newRun(resolved: Resolved, name: string): GradingRun {
+  const startedAt = performance.now();
+  return {
+    resolved,
+    startedAt,
+    base: { name, kind: 'executable', confinement: confinementOf(resolved, null), startedAt },
+    scoreMounted: false,
+  };
+}
+
+/**
+ * Make a run ready to grade (see {@link GradingRun}). With `world`, the grader's world is
+ * started too (a prepared run); without, the launch makes it. Throws the run's fault; what
+ * it made is released by closeRun.
+ */
+async function openRun(
+  run: GradingRun,
+  workDir: string,
+  options: { readonly world: boolean; readonly abortSignal: AbortSignal },
+): Promise<void> {
+  const { resolved } = run;
+  const sandboxed = resolved.isolation === 'sandbox';
+  const interpreter = resolved.interpreter ?? process.execPath;
+  if (sandboxed && process.getuid?.() !== 0) {
+    throw new GraderError(
+      'CONFINEMENT_UNAVAILABLE',
+      'the grader sandbox needs root (use isolation: "process" without it)',
+    );
+  }
+  if (resolved.program !== undefined) {
+    await checkProgram(resolved.program);
+    await assertTrustedInterpreter(interpreter, resolved.isolation);
+  } else if (resolved.taskDir !== undefined) await checkDir(resolved.taskDir);
+  const commandLine = resolved.command === undefined ? undefined : commandArgv(resolved);
+  if (sandboxed) {
+    run.binaries = resolveBinaries();
+    if (process.arch !== 'x64') {
+      throw new GraderError(
+        'CONFINEMENT_UNAVAILABLE',
+        `the grader's syscall filter is assembled for x86-64 only (this host is ${process.arch})`,
+      );
+    }
+  }
+  await prepareWorkDir(workDir, sandboxed);
+
+  if (sandboxed) {
+    run.identity = await allocateGraderIdentity({
+      lockDir: resolved.uidLockDir,
+      ...resolved.uidRange,
+      places: { workDir, cgroupRoot: '/sys/fs/cgroup' },
+    });
+  }
+  const { identity, binaries } = run;
+  // The uid in the name says whose private directory it is (for cleanup and audits).
+  const root = await mkdtemp(path.join(workDir, `karotte-grade-${identity?.uid ?? 'process'}-`));
+  run.root = root;
+  if (sandboxed && identity !== undefined) {
+    run.base = { ...run.base, confinement: confinementOf(resolved, identity.uid) };
+    run.cgroup = await createLimitsCgroup({
+      memoryBytes: resolved.memoryBytes,
+      pids: resolved.pids,
+      nofile: resolved.nofile,
+      label: String(identity.uid),
+    });
+    // The grader's uid must traverse the root to reach its copies; nothing here is listable.
+    await chmod(root, 0o711);
+  }
+  const owner = { uid: process.getuid?.() ?? 0, gid: identity?.gid ?? process.getgid?.() ?? 0 };
+  const modes = sandboxed ? { dirMode: 0o750, fileMode: 0o640 } : { dirMode: 0o700, fileMode: 0o600 };
+  const inputs = await makeInputs(resolved, root, owner, modes);
+  const scoreDir = path.join(root, 'score');
+
+  // The score channel: a fresh, empty directory only the grader can write. In a sandbox it
+  // is a small tmpfs owned by the grader's uid (bounded in bytes and inodes, so the grader
+  // cannot fill the host's disk through it); nothing can be planted there in advance.
+  await mkdir(scoreDir, { mode: 0o700 });
+  const scoreFile = path.join(scoreDir, 'score.json');
+  if (sandboxed && identity !== undefined && binaries !== undefined) {
+    const size = Math.max(2 * maxScoreFileBytes(resolved.score) + 64 * KiB, 256 * KiB);
+    await runTrusted(binaries.mount, [
+      '-t',
+      'tmpfs',
+      '-o',
+      `size=${size},nr_inodes=64,mode=0700,uid=${identity.uid},gid=${identity.gid},nosuid,nodev,noexec`,
+      'karotte-grader-score',
+      scoreDir,
+    ]);
+    run.scoreMounted = true;
+  }
+  const paths = { ...inputs, scoreDir, scoreFile };
+
+  // In an image the grader names its inputs by the places they are bound at.
+  const inImage = resolved.rootfs !== undefined;
+  const env: Record<string, string> = {
+    ...resolved.env,
+    PATH: commandLine === undefined ? GRADER_PATH : (resolved.searchPath ?? GRADER_PATH),
+    HOME: inImage ? '/tmp' : inputs.home,
+    TMPDIR: sandboxed ? '/tmp' : inputs.home,
+    LANG: 'C.UTF-8',
+    LC_ALL: 'C.UTF-8',
+    PYTHONDONTWRITEBYTECODE: '1',
+    PYTHONNOUSERSITE: '1',
+    KAROTTE_SUBMISSION_DIR: inImage ? IMAGE_PLACES.submission : inputs.submissionDir,
+    KAROTTE_HIDDEN_DIR: inImage ? IMAGE_PLACES.hidden : inputs.hiddenDir,
+    KAROTTE_SCORE_FILE: inImage ? `${IMAGE_PLACES.out}/score.json` : scoreFile,
+  };
+
+  // The image's mount point: an empty directory of the host's /run (gone after a reboot).
+  if (inImage) await mkdir(IMAGE_ROOT, { recursive: true, mode: 0o755 });
+  let sandbox: ConfinedSpec | null = null;
+  if (sandboxed && identity !== undefined && run.cgroup !== undefined && binaries !== undefined) {
+    sandbox = {
+      uid: identity.uid,
+      cgroup: run.cgroup,
+      plan: await graderMountPlan(resolved, identity, root, interpreter, paths),
+      binaries,
+      syscallFilter: buildSyscallFilter(),
+      ...(inImage ? { studentRoot: IMAGE_ROOT } : {}),
+    };
+    if (options.world) {
+      const opened = await openWorld(sandbox, options.abortSignal);
+      if ('failed' in opened) {
+        throw new GraderError(
+          opened.aborted ? 'ABORTED' : 'SETUP_FAILED',
+          opened.aborted
+            ? 'the grader setup was cancelled'
+            : `the grader could not be started: ${escapeForDisplay(opened.failed)}`,
+        );
+      }
+      sandbox = { ...sandbox, world: opened.world };
+    }
+  }
+  const taskCopy = inputs.taskCopy;
+  run.ready = {
+    paths,
+    owner,
+    modes,
+    argv: commandLine ?? [interpreter, inputs.programCopy!, ...resolved.args],
+    env,
+    cwd: inImage ? (taskCopy === undefined ? '/tmp' : IMAGE_PLACES.task) : (taskCopy ?? inputs.home),
+    sandbox,
+    at: performance.now(),
+  };
+}
+
+/** Copy the episode's inputs into a ready run, run the program once, and judge what it wrote. */
+async function gradeRun(run: GradingRun, context: JudgeContext): Promise<JudgeReport> {
+  const { resolved } = run;
+  const ready = run.ready!;
+  await copyEpisodeInputs(context, ready.paths, ready.owner, ready.modes);
+  // The launch owns (and stops) a world made ahead from here on.
+  const sandbox = ready.sandbox;
+  run.ready = { ...ready, sandbox: sandbox === null ? null : { ...sandbox, world: undefined } };
+  const spawnedAt = performance.now();
+  const result = await launch({
+    argv: ready.argv,
+    env: ready.env,
+    cwd: ready.cwd,
+    timeoutMs: resolved.timeoutMs,
+    outputBytes: resolved.outputBytes,
+    tailBytes: TAIL_BYTES,
+    sandbox,
+    abortSignal: context.abortSignal,
+  });
+  run.exited = performance.now();
+  run.launched = { readyAt: spawnedAt + (result.readyMs ?? 0) };
+
+  let stats: CgroupStats = { memoryPeakBytes: null, oomKills: 0, hostOomKills: 0, pidsLimitHits: 0 };
+  let readBack = { memoryBytes: resolved.memoryBytes, pids: resolved.pids };
+  const cgroup = run.cgroup;
+  if (cgroup !== undefined) {
+    stats = await cgroup.stats();
+    readBack = cgroup.limits;
+    // Whatever the program left behind dies here; the verdict waits for the proof.
+    const emptied = await cgroup.destroy();
+    run.cgroup = undefined;
+    if (!emptied) {
+      throw new GraderError('SETUP_FAILED', "the grader's processes survived a cgroup kill (a host fault)");
+    }
+    if (stats.hostOomKills > 0 && stats.oomKills === 0) {
+      throw new GraderError(
+        'SETUP_FAILED',
+        `the kernel's OOM killer killed the grader while it was within its memory limit (the host or a parent cgroup ran out of memory): a host fault, not the grader's`,
+      );
+    }
+  }
+  run.base = { ...run.base, limitHits: limitHits(resolved, readBack, result, stats) };
+  return judgeOutcome(run.base, context, resolved, result, stats, ready.paths.scoreFile);
+}
+
+/** Release what a run holds (a world not launched into, cgroup, score mount, directory, uid). */
+async function closeRun(run: GradingRun): Promise<void> {
+  let cleanupFault: string | undefined;
+  const world = run.ready?.sandbox?.world;
+  if (world !== undefined) {
+    run.ready = { ...run.ready!, sandbox: { ...run.ready!.sandbox!, world: undefined } };
+    await world.stop();
+  }
+  if (run.cgroup !== undefined) {
+    const emptied = await run.cgroup.destroy().catch(() => false);
+    run.cgroup = undefined;
+    if (!emptied) cleanupFault = 'grader cgroup could not be emptied';
+  }
+  const root = run.root;
+  if (run.scoreMounted && root !== undefined) {
+    run.scoreMounted = false;
+    const umount = resolveTrustedBinary('umount');
+    await runTrusted(umount, [path.join(root, 'score')]).catch(() =>
+      runTrusted(umount, ['-l', path.join(root, 'score')]).catch(() => {
+        cleanupFault = 'score tmpfs could not be unmounted';
+      }),
+    );
+  }
+  if (root !== undefined && cleanupFault === undefined) {
+    run.root = undefined;
+    await rm(root, { recursive: true, force: true }).catch(() => undefined);
+  }
+  if (run.identity !== undefined && cleanupFault === undefined) {
+    run.identity.release();
+    run.identity = undefined;
+  }
+}
+
+/** The report of a finished run, after its release, with what each phase cost. */
+async function finishRun(run: GradingRun, outcome: JudgeReport): Promise<JudgeReport> {
+  await closeRun(run);
+  // After the teardown, so the report says what the whole run cost, phase by phase.
+  const finished = performance.now();
+  const { launched, exited } = run;
+  const timings =
+    launched === undefined || exited === undefined
+      ? undefined
+      : {
+          setupMs: round(launched.readyAt - run.startedAt),
+          runMs: round(exited - launched.readyAt),
+          teardownMs: round(finished - exited),
+          ...(run.preparedMs === undefined ? {} : { preparedMs: round(run.preparedMs) }),
+        };
+  return {
+    ...outcome,
+    durationMs: round(finished - run.startedAt),
+    ...(timings === undefined ? {} : { timings }),
+  };
+}
+
 async function runExecutable(
   resolved: Resolved,
   workDir: string,
   name: string,
   context: JudgeContext,
 ): Promise<JudgeReport> {
-  const startedAt = performance.now();
-  const sandboxed = resolved.isolation === 'sandbox';
-  const interpreter = resolved.interpreter ?? process.execPath;
-  let base: ReportBase = { name, kind: 'executable', confinement: confinementOf(resolved, null), startedAt };
-
-  let root: string | undefined;
-  let identity: IdentityLease | undefined;
-  let cgroup: GraderCgroup | undefined;
-  let scoreMounted = false;
-  let binaries: SandboxBinaries | undefined;
-  let cleanupFault: string | undefined;
+  const run = newRun(resolved, name);
   let outcome: JudgeReport;
-  let launched: { readyAt: number } | undefined;
-  let exited: number | undefined;
   try {
-    if (sandboxed && process.getuid?.() !== 0) {
-      throw new GraderError(
-        'CONFINEMENT_UNAVAILABLE',
-        'the grader sandbox needs root (use isolation: "process" without it)',
-      );
-    }
-    if (resolved.program !== undefined) {
-      await checkProgram(resolved.program);
-      await assertTrustedInterpreter(interpreter, resolved.isolation);
-    } else if (resolved.taskDir !== undefined) await checkDir(resolved.taskDir);
-    const commandLine = resolved.command === undefined ? undefined : commandArgv(resolved);
-    if (sandboxed) {
-      binaries = resolveBinaries();
-      if (process.arch !== 'x64') {
-        throw new GraderError(
-          'CONFINEMENT_UNAVAILABLE',
-          `the grader's syscall filter is assembled for x86-64 only (this host is ${process.arch})`,
-        );
-      }
-    }
-    await prepareWorkDir(workDir, sandboxed);
-
-    if (sandboxed) {
-      identity = await allocateGraderIdentity({
-        lockDir: resolved.uidLockDir,
-        ...resolved.uidRange,
-        places: { workDir, cgroupRoot: '/sys/fs/cgroup' },
-      });
-    }
-    // The uid in the name says whose private directory it is (for cleanup and audits).
-    root = await mkdtemp(path.join(workDir, `karotte-grade-${identity?.uid ?? 'process'}-`));
-    if (sandboxed && identity !== undefined) {
-      base = { ...base, confinement: confinementOf(resolved, identity.uid) };
-      cgroup = await createLimitsCgroup({
-        memoryBytes: resolved.memoryBytes,
-        pids: resolved.pids,
-        nofile: resolved.nofile,
-        label: String(identity.uid),
-      });
-      // The grader's uid must traverse the root to reach its copies; nothing here is listable.
-      await chmod(root, 0o711);
-    }
-    const owner = { uid: process.getuid?.() ?? 0, gid: identity?.gid ?? process.getgid?.() ?? 0 };
-    const modes = sandboxed ? { dirMode: 0o750, fileMode: 0o640 } : { dirMode: 0o700, fileMode: 0o600 };
-
-    const { submissionDir, hiddenDir, programCopy, taskCopy, home } = await copyInputs(
-      resolved,
-      context,
-      root,
-      owner,
-      modes,
-    );
-    const scoreDir = path.join(root, 'score');
-
-    // The score channel: a fresh, empty directory only the grader can write. In a sandbox it
-    // is a small tmpfs owned by the grader's uid (bounded in bytes and inodes, so the grader
-    // cannot fill the host's disk through it); nothing can be planted there in advance.
-    await mkdir(scoreDir, { mode: 0o700 });
-    const scoreFile = path.join(scoreDir, 'score.json');
-    if (sandboxed && identity !== undefined && binaries !== undefined) {
-      const size = Math.max(2 * maxScoreFileBytes(resolved.score) + 64 * KiB, 256 * KiB);
-      await runTrusted(binaries.mount, [
-        '-t',
-        'tmpfs',
-        '-o',
-        `size=${size},nr_inodes=64,mode=0700,uid=${identity.uid},gid=${identity.gid},nosuid,nodev,noexec`,
-        'karotte-grader-score',
-        scoreDir,
-      ]);
-      scoreMounted = true;
-    }
-
-    // In an image the grader names its inputs by the places they are bound at.
-    const inImage = resolved.rootfs !== undefined;
-    const env: Record<string, string> = {
-      ...resolved.env,
-      PATH: commandLine === undefined ? GRADER_PATH : (resolved.searchPath ?? GRADER_PATH),
-      HOME: inImage ? '/tmp' : home,
-      TMPDIR: sandboxed ? '/tmp' : home,
-      LANG: 'C.UTF-8',
-      LC_ALL: 'C.UTF-8',
-      PYTHONDONTWRITEBYTECODE: '1',
-      PYTHONNOUSERSITE: '1',
-      KAROTTE_SUBMISSION_DIR: inImage ? IMAGE_PLACES.submission : submissionDir,
-      KAROTTE_HIDDEN_DIR: inImage ? IMAGE_PLACES.hidden : hiddenDir,
-      KAROTTE_SCORE_FILE: inImage ? `${IMAGE_PLACES.out}/score.json` : scoreFile,
-    };
-
-    // The image's mount point: an empty directory of the host's /run (gone after a reboot).
-    if (inImage) await mkdir(IMAGE_ROOT, { recursive: true, mode: 0o755 });
-    const plan =
-      sandboxed && identity !== undefined
-        ? await graderMountPlan(resolved, identity, root, interpreter, {
-            submissionDir,
-            hiddenDir,
-            programCopy,
-            taskCopy,
-            scoreDir,
-            scoreFile,
-            home,
-          })
-        : undefined;
-
-    const spawnedAt = performance.now();
-    const result = await launch({
-      argv: commandLine ?? [interpreter, programCopy!, ...resolved.args],
-      env,
-      cwd: inImage ? (taskCopy === undefined ? '/tmp' : IMAGE_PLACES.task) : (taskCopy ?? home),
-      timeoutMs: resolved.timeoutMs,
-      outputBytes: resolved.outputBytes,
-      tailBytes: TAIL_BYTES,
-      sandbox:
-        plan !== undefined && identity !== undefined && cgroup !== undefined && binaries !== undefined
-          ? {
-              uid: identity.uid,
-              cgroup,
-              plan,
-              binaries,
-              syscallFilter: buildSyscallFilter(),
-              ...(inImage ? { studentRoot: IMAGE_ROOT } : {}),
-            }
-          : null,
-      abortSignal: context.abortSignal,
-    });
-    exited = performance.now();
-    launched = { readyAt: spawnedAt + (result.readyMs ?? 0) };
-
-    let stats: CgroupStats = { memoryPeakBytes: null, oomKills: 0, hostOomKills: 0, pidsLimitHits: 0 };
-    let readBack = { memoryBytes: resolved.memoryBytes, pids: resolved.pids };
-    if (cgroup !== undefined) {
-      stats = await cgroup.stats();
-      readBack = cgroup.limits;
-      // Whatever the program left behind dies here; the verdict waits for the proof.
-      const emptied = await cgroup.destroy();
-      cgroup = undefined;
-      if (!emptied) {
-        throw new GraderError('SETUP_FAILED', "the grader's processes survived a cgroup kill (a host fault)");
-      }
-      if (stats.hostOomKills > 0 && stats.oomKills === 0) {
-        throw new GraderError(
-          'SETUP_FAILED',
-          `the kernel's OOM killer killed the grader while it was within its memory limit (the host or a parent cgroup ran out of memory): a host fault, not the grader's`,
-        );
-      }
-    }
-    base = { ...base, limitHits: limitHits(resolved, readBack, result, stats) };
-    outcome = await judgeOutcome(base, context, resolved, result, stats, scoreFile);
+    await openRun(run, workDir, { world: false, abortSignal: context.abortSignal });
+    outcome = await gradeRun(run, context);
   } catch (error) {
-    outcome = errorReport(base, faultFromError(error));
-  } finally {
-    if (cgroup !== undefined) {
-      const emptied = await cgroup.destroy().catch(() => false);
-      if (!emptied) cleanupFault = 'grader cgroup could not be emptied';
-    }
-    if (scoreMounted && root !== undefined && binaries !== undefined) {
-      const umount = resolveTrustedBinary('umount');
-      await runTrusted(umount, [path.join(root, 'score')]).catch(() =>
-        runTrusted(umount, ['-l', path.join(root!, 'score')]).catch(() => {
-          cleanupFault = 'score tmpfs could not be unmounted';
-        }),
-      );
-    }
-    if (root !== undefined && cleanupFault === undefined)
-      await rm(root, { recursive: true, force: true }).catch(() => undefined);
-    if (identity !== undefined && cleanupFault === undefined) identity.release();
+    outcome = errorReport(run.base, faultFromError(error));
   }
-  // After the teardown, so the report says what the whole run cost, phase by phase.
-  const finished = performance.now();
-  const timings =
-    launched === undefined || exited === undefined
-      ? undefined
-      : {
-          setupMs: round(launched.readyAt - startedAt),
-          runMs: round(exited - launched.readyAt),
-          teardownMs: round(finished - exited),
-        };
+  return finishRun(run, outcome);
+}
+
+/**
+ * The judge with one run made ahead (see {@link Judge.prepare}): its first evaluation grades
+ * in that run when it still holds (its world lives, younger than `maxAgeMs`), else in a run
+ * made then, like every later evaluation.
+ */
+async function prepareExecutable(
+  resolved: Resolved,
+  workDir: string,
+  name: string,
+  options: PrepareOptions,
+): Promise<PreparedJudge> {
+  const abortSignal = options.abortSignal ?? new AbortController().signal;
+  const maxAgeMs = options.maxAgeMs ?? PREPARED_MAX_AGE_MS;
+  let run: GradingRun | undefined = newRun(resolved, name);
+  try {
+    await openRun(run, workDir, { world: resolved.isolation === 'sandbox', abortSignal });
+  } catch (error) {
+    await closeRun(run);
+    throw error;
+  }
+  run.preparedMs = run.ready!.at - run.startedAt;
+  const take = (): GradingRun | undefined => {
+    const taken = run;
+    run = undefined;
+    return taken;
+  };
   return {
-    ...outcome,
-    durationMs: round(finished - startedAt),
-    ...(timings === undefined ? {} : { timings }),
+    kind: 'executable',
+    name,
+    evaluate: async (context) => {
+      const taken = take();
+      const world = taken?.ready?.sandbox?.world;
+      const fresh =
+        taken !== undefined &&
+        performance.now() - taken.ready!.at <= maxAgeMs &&
+        (world === undefined || world.alive());
+      if (!fresh) {
+        if (taken !== undefined) await closeRun(taken);
+        return runExecutable(resolved, workDir, name, context);
+      }
+      taken.startedAt = performance.now();
+      taken.base = { ...taken.base, startedAt: taken.startedAt };
+      let outcome: JudgeReport;
+      try {
+        outcome = await gradeRun(taken, context);
+      } catch (error) {
+        outcome = errorReport(taken.base, faultFromError(error));
+      }
+      return finishRun(taken, outcome);
+    },
+    usable: () => {
+      const world = run?.ready?.sandbox?.world;
+      return run !== undefined && (world === undefined || world.alive());
+    },
+    dispose: async () => {
+      const taken = take();
+      if (taken !== undefined) await closeRun(taken);
+    },
   };
 }
 

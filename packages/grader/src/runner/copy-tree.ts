@@ -42,6 +42,12 @@ export interface CopyTreeOptions {
   readonly keepExecutable?: boolean;
   /** Names left out at the top of the tree (`student`, `hidden` of a task directory). @default [] */
   readonly excludeTopLevel?: readonly string[];
+  /**
+   * The destination is an empty, root-owned directory the caller made (a prepared grading
+   * run's): it is filled, not created. Anything else there is refused.
+   * @default false
+   */
+  readonly intoEmptyDirectory?: boolean;
 }
 
 export type CopyTreeResult =
@@ -112,7 +118,12 @@ export async function copyTree(
   const walk = async (from: Buffer, to: Buffer, depth: number): Promise<string | undefined> => {
     // Bounded by PATH_MAX long before this; the cap only keeps recursion finite on a bad tree.
     if (depth > 2048) return 'nested deeper than 2048';
-    await mkdir(to, { mode: 0o700 });
+    if (depth === 0 && options.intoEmptyDirectory === true) {
+      const made = await lstat(to);
+      if (!made.isDirectory() || made.uid !== 0 || (await readdir(to)).length > 0) {
+        return `${to.toString('utf8')} is not an empty root-owned directory`;
+      }
+    } else await mkdir(to, { mode: 0o700 });
     const names = await readdir(from, { encoding: 'buffer' });
     for (const name of names) {
       if (depth === 0 && options.excludeTopLevel?.includes(name.toString('utf8')) === true) continue;

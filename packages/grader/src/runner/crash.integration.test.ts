@@ -80,3 +80,65 @@ it("a harness killed mid-grading takes its grader (and the grader's setsid grand
     dir.cleanup();
   }
 });
+
+// A harness holding a prepared judge (its grader world started, waiting for the episode's
+// inputs) that dies leaves what a harness killed mid-grading leaves, and recovery frees it.
+const PREPARED_HARNESS = `
+import fs from 'node:fs';
+import { createExecutableJudge, prepareJudge } from ${JSON.stringify(DIST)};
+const [lockDir, program] = process.argv.slice(2);
+const judge = createExecutableJudge({ program, timeoutMs: 600000, uidLockDir: lockDir });
+await prepareJudge(judge);
+const uids = fs.readdirSync(lockDir).filter((n) => /^\\d+\\.lock$/.test(n));
+process.stdout.write(parseInt(uids[0], 10) + '\\n');
+setInterval(() => {}, 1000);
+`;
+
+it("a harness killed while it holds a prepared judge takes the judge's world with it, and recovery frees the rest", async () => {
+  expect(fs.existsSync(DIST)).toBe(true);
+  const dir = tempDir('grader-crash-prepared');
+  const lockDir = path.join(dir.dir, 'uids');
+  let uid: number | undefined;
+  try {
+    const script = path.join(dir.dir, 'harness.mjs');
+    fs.writeFileSync(script, PREPARED_HARNESS);
+    const harness = spawn(process.execPath, [script, lockDir, HANG], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    harness.stdout.on('data', (chunk: Buffer) => {
+      uid ??= Number(chunk.toString().split('\n')[0]);
+    });
+    await waitFor(() => uid !== undefined, 30_000);
+    const mine = `karotte-grade-${uid}-`;
+    // The world's PID 1 waits in the grader's memory cgroup.
+    const groups = fs
+      .readdirSync('/sys/fs/cgroup/memory', { recursive: true, encoding: 'utf8' })
+      .filter((n) => path.basename(n).startsWith(`karotte-grader-${uid}-`))
+      .map((n) => path.join('/sys/fs/cgroup/memory', n));
+    expect(groups).toHaveLength(1);
+    const procs = (): string[] =>
+      fs.existsSync(groups[0]!)
+        ? fs.readFileSync(path.join(groups[0]!, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)
+        : [];
+    expect(procs().length).toBeGreaterThan(0);
+    harness.kill('SIGKILL');
+    await waitFor(() => procs().length === 0, 15_000);
+    expect(procs()).toEqual([]);
+
+    expect(fs.readFileSync('/proc/self/mountinfo', 'utf8')).toContain(mine);
+    const report = await recoverGraderLeftovers({ uidLockDir: lockDir });
+    expect(report.failed).toEqual([]);
+    expect(report.recovered).toHaveLength(1);
+    expect(report.recovered[0]).toMatchObject({ uid });
+    expect(report.recovered[0]!.unmounted).toHaveLength(1);
+    expect(report.recovered[0]!.removed).toHaveLength(1);
+    expect(fs.readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(mine);
+    for (const cgroup of report.recovered[0]!.cgroups) expect(fs.existsSync(cgroup)).toBe(false);
+    expect(fs.existsSync(groups[0]!)).toBe(false);
+    expect(fs.readdirSync(lockDir)).toEqual([]);
+    await recoverLimitLeftovers();
+  } finally {
+    await recoverGraderLeftovers({ uidLockDir: lockDir }).catch(() => undefined);
+    dir.cleanup();
+  }
+});

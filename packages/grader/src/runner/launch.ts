@@ -10,7 +10,7 @@ import {
 import type { GraderCgroup } from './cgroup.js';
 
 /** How to confine a launch: the student sandbox's confinement, for a fresh grader uid. */
-interface ConfinedSpec {
+export interface ConfinedSpec {
   readonly uid: number;
   readonly cgroup: GraderCgroup;
   /** The grader's file system (see `planMounts`): copies readable, one score mount writable. */
@@ -20,6 +20,11 @@ interface ConfinedSpec {
   readonly syscallFilter: Buffer;
   /** The grader's root inside the world when it runs in an image (`IMAGE_ROOT`). */
   readonly studentRoot?: string;
+  /**
+   * A world made ahead for this launch ({@link openWorld}): used if it still lives (else a
+   * new one is made), and stopped by the launch either way.
+   */
+  readonly world?: World | undefined;
 }
 
 export interface LaunchOptions {
@@ -111,19 +116,16 @@ function notStarted(setupError: string, aborted: boolean, readyStart: number): L
 }
 
 /**
- * The grader in the student sandbox's confinement: a world (PID, mount, IPC, UTS and network
- * namespaces held by the same PID 1, the plan's mounts proven from outside, the group's
- * limits from its first instruction), then the program launched into it as the fresh uid
- * with every privilege dropped, in a clean environment (`env -i`, so no variable reaches a
- * root process on the way). Its clock starts when the world is ready: setup is the host's
- * business, with its own deadline. After the exit the world is stopped, which kills whatever
- * the program left in its PID namespace.
+ * The world a confined grader runs in: PID, mount, IPC, UTS and network namespaces held by
+ * one PID 1, the plan's mounts proven from outside, the group's limits from its first
+ * instruction. Made by the launch itself, or ahead of it (a prepared judge); either way it
+ * serves one launch, which stops it.
+ * @returns the started world, or why it could not start (the world is then stopped).
  */
-async function launchConfined(options: LaunchOptions, spec: ConfinedSpec): Promise<LaunchResult> {
-  const launched = performance.now();
-  if (options.argv[0].includes('=') || options.argv[0].startsWith('-')) {
-    return notStarted(`the interpreter path ${options.argv[0]} contains '='`, false, launched);
-  }
+export async function openWorld(
+  spec: ConfinedSpec,
+  abortSignal: AbortSignal,
+): Promise<{ world: World } | { failed: string; aborted: boolean }> {
   const world = new World({
     bins: spec.binaries,
     prefix: spec.cgroup.launchPrefix(),
@@ -131,19 +133,43 @@ async function launchConfined(options: LaunchOptions, spec: ConfinedSpec): Promi
     writable: spec.plan.writable,
     setupTimeoutMs: SETUP_TIMEOUT_MS,
     syscallFilter: spec.syscallFilter,
-    abortSignal: options.abortSignal,
+    abortSignal,
     studentRoot: spec.studentRoot,
   });
   try {
-    try {
-      await world.start();
-    } catch (error) {
-      return notStarted(
-        error instanceof Error ? error.message : String(error),
-        options.abortSignal.aborted,
-        launched,
-      );
-    }
+    await world.start();
+    return { world };
+  } catch (error) {
+    await world.stop();
+    return { failed: error instanceof Error ? error.message : String(error), aborted: abortSignal.aborted };
+  }
+}
+
+/**
+ * The grader in the student sandbox's confinement: a world (see {@link openWorld}; the one
+ * made ahead when the spec holds it and it still lives), then the program launched into it
+ * as the fresh uid with every privilege dropped, in a clean environment (`env -i`, so no
+ * variable reaches a root process on the way). Its clock starts when the world is ready:
+ * setup is the host's business, with its own deadline. After the exit the world is stopped,
+ * which kills whatever the program left in its PID namespace.
+ */
+async function launchConfined(options: LaunchOptions, spec: ConfinedSpec): Promise<LaunchResult> {
+  const launched = performance.now();
+  if (options.argv[0].includes('=') || options.argv[0].startsWith('-')) {
+    if (spec.world !== undefined) await spec.world.stop();
+    return notStarted(`the interpreter path ${options.argv[0]} contains '='`, false, launched);
+  }
+  let world = spec.world;
+  if (world !== undefined && !world.alive()) {
+    await world.stop();
+    world = undefined;
+  }
+  if (world === undefined) {
+    const opened = await openWorld(spec, options.abortSignal);
+    if ('failed' in opened) return notStarted(opened.failed, opened.aborted, launched);
+    world = opened.world;
+  }
+  try {
     const readyMs = performance.now() - launched;
     const env = Object.entries(options.env).map(([name, value]) => `${name}=${value}`);
     const result = await runConfined({

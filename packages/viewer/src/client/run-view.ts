@@ -229,6 +229,7 @@ function Verdict(props: { verdict: RunValue; index: number }): VNode {
         ['reclaim', numberOf(get(timings, 'reclaimMs'))],
         ['custody', numberOf(get(timings, 'custodyMs'))],
         ['judge', numberOf(get(timings, 'judgeMs'))],
+        ['judge prepared ahead', numberOf(get(judgeTimings, 'preparedMs'))],
         ['judge setup', numberOf(get(judgeTimings, 'setupMs'))],
         ['judge run', numberOf(get(judgeTimings, 'runMs'))],
         ['judge teardown', numberOf(get(judgeTimings, 'teardownMs'))],

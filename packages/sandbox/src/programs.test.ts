@@ -10,6 +10,7 @@ import {
   DEV_PROGRAM,
   INIT_SCRIPT,
   LAUNCH_SCRIPT,
+  MOUNT_PROGRAM,
   SECCOMP_LOADER,
   SETUP_SCRIPT,
 } from './confinement/scripts.js';
@@ -32,6 +33,12 @@ const programs = [
   {
     file: 'dev.pl',
     text: DEV_PROGRAM,
+    check: [resolveTrustedBinary('perl'), '-c', '-'],
+    stderr: '- syntax OK\n',
+  },
+  {
+    file: 'mount.pl',
+    text: MOUNT_PROGRAM,
     check: [resolveTrustedBinary('perl'), '-c', '-'],
     stderr: '- syntax OK\n',
   },

@@ -4,6 +4,7 @@
 import initScript from '../programs/init.sh?raw';
 import launchScript from '../programs/launch.sh?raw';
 import devProgram from '../programs/dev.pl?raw';
+import mountProgram from '../programs/mount.pl?raw';
 import seccompLoader from '../programs/seccomp.pl?raw';
 import setupScript from '../programs/setup.sh?raw';
 
@@ -11,7 +12,8 @@ import setupScript from '../programs/setup.sh?raw';
  * Root setup (programs/setup.sh), run by bash as PID 1 of the fresh PID/mount/IPC/UTS/net
  * namespaces.
  *
- * Arguments: mount-binary ip-binary init-shell cat-binary perl-binary, then directives:
+ * Arguments: ip-binary init-shell cat-binary perl-binary (every mount is one mount(2) of the
+ * mounter, MOUNT_PROGRAM), then directives:
  *   lo                       bring the loopback interface up (in the background; waited for
  *                            before `karotte-ready`)
  *   hostname NAME            set the UTS hostname
@@ -22,7 +24,7 @@ import setupScript from '../programs/setup.sh?raw';
  *   tmpfs PATH OPTIONS       mount a fresh tmpfs
  *   sysfs PATH               mount a fresh read-only sysfs (of this network namespace)
  *   remount PATH OPTIONS     set a mount's flags (a bind remount: never the file system's own)
- *   bind SRC DST OPTIONS     bind SRC at DST with OPTIONS (one mount(8) run: bind, then remount)
+ *   bind SRC DST OPTIONS     bind SRC at DST with OPTIONS (a bind, then its flags on the new mount)
  *   dev PATH MAXPTYS         a fresh /dev: a small tmpfs with only null, zero, full, random,
  *                            urandom and tty (DEV_PROGRAM), the fd links, and a private devpts
  *                            instance (newinstance, at most MAXPTYS ptys) with ptmx linked to it
@@ -91,3 +93,12 @@ export const SECCOMP_LOADER: string = seccompLoader;
  * the directories the private devpts and /dev/shm mount on.
  */
 export const DEV_PROGRAM: string = devProgram;
+
+/**
+ * The setup's mounter (programs/mount.pl), run by perl as root, a coprocess of the setup in the
+ * new mount namespace (reaches it through the MOUNTPL environment variable): every mount of the
+ * setup is one mount(2) call there, where it was one mount(8) process each. Requests are four
+ * NUL-terminated fields (source, target, type, mount(8)-style options); answers "ok" or
+ * "error: <why>" lines.
+ */
+export const MOUNT_PROGRAM: string = mountProgram;

@@ -6,7 +6,14 @@ import { SandboxError } from '../errors.js';
 import type { SandboxBinaries } from './binaries.js';
 import { mountViolations } from './mounts.js';
 import { childrenOf, isSameProcessLiving } from '../procfs.js';
-import { DEV_PROGRAM, INIT_SCRIPT, LAUNCH_SCRIPT, SECCOMP_LOADER, SETUP_SCRIPT } from './scripts.js';
+import {
+  DEV_PROGRAM,
+  INIT_SCRIPT,
+  LAUNCH_SCRIPT,
+  MOUNT_PROGRAM,
+  SECCOMP_LOADER,
+  SETUP_SCRIPT,
+} from './scripts.js';
 
 /**
  * The world's init died between a check and a launch (the OOM killer, a reap from outside).
@@ -101,7 +108,6 @@ export class World {
       '-c',
       SETUP_SCRIPT,
       'karotte-setup',
-      bins.mount,
       bins.ip,
       bins.sh,
       bins.cat,
@@ -110,7 +116,7 @@ export class World {
     ];
     const [file, ...args] = argv;
     const holder = spawn(file!, args, {
-      env: { ...ROOT_ENV, INIT: INIT_SCRIPT, DEVPL: DEV_PROGRAM },
+      env: { ...ROOT_ENV, INIT: INIT_SCRIPT, DEVPL: DEV_PROGRAM, MOUNTPL: MOUNT_PROGRAM },
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: false,
     });

@@ -1,14 +1,24 @@
 # shellcheck shell=bash
 # Root setup, PID 1 of the sandbox's fresh namespaces (bash -c, see ../scripts.ts).
-# Arguments: mount ip init-shell cat perl, then directives; INIT and DEVPL (environment): the
-# init script and the /dev populator.
+# Arguments: ip init-shell cat perl, then directives; INIT, DEVPL and MOUNTPL (environment):
+# the init script, the /dev populator and the mounter (one perl process for every mount).
 set -u
 fail() { printf 'karotte-setup: %s\n' "$*" >&2; exit 1; }
 fds=(/proc/$$/fd/*)
 for f in "${fds[@]}"; do n=${f##*/}; if (( n > 2 )); then exec {n}>&-; fi; done
-MOUNT=$1 IP=$2 INITSH=$3 CAT=$4 PERL=$5
-shift 5
+IP=$1 INITSH=$2 CAT=$3 PERL=$4
+shift 4
 lo_pid=
+# mnt SOURCE TARGET TYPE OPTIONS: one mount(2) by the mounter coprocess (programs/mount.pl),
+# started first in main; '' for no source or type. Its error goes to stderr.
+mnt() {
+  local reply
+  printf '%s\0%s\0%s\0%s\0' "$1" "$2" "$3" "$4" >&"${MOUNTER[1]}" || fail 'the mounter is gone'
+  IFS= read -r reply <&"${MOUNTER[0]}" || fail 'the mounter is gone'
+  [[ $reply == ok ]] && return 0
+  printf 'karotte-setup: %s\n' "$reply" >&2
+  return 1
+}
 # One whole snapshot of the mount table in mount_lines. Never `while read ... < mountinfo`:
 # bash's read seeks back after every line, the kernel then renders the table again up to that
 # offset, and a mount detached meanwhile (another episode's teardown) shifts it into the middle
@@ -76,7 +86,7 @@ sweep() {
     o=ro,nosuid
     [[ ,$opts, == *,nodev,* ]] && o+=,nodev
     [[ ,$opts, == *,noexec,* ]] && o+=,noexec
-    if ! "$MOUNT" --options-source=disable -o "remount,bind,$o" "$mp"; then
+    if ! mnt '' "$mp" '' "remount,bind,$o"; then
       mounted "${top_id[$mp]}" && fail "cannot make $mp read-only"
       printf 'karotte-setup: %s vanished while it was being made read-only\n' "$mp" >&2
     fi
@@ -89,36 +99,42 @@ cover() {
     [[ $1 == "$c" || $1 == "${c%/}"/* ]] && return 0
   done
   if [[ -d $1 ]]; then
-    "$MOUNT" -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,nr_inodes=1,mode=000 karotte-cover "$1" || fail "cannot cover $1"
+    mnt karotte-cover "$1" tmpfs ro,nosuid,nodev,noexec,size=4k,nr_inodes=1,mode=000 || fail "cannot cover $1"
     covered_dirs+=("$1")
   elif [[ -e $1 || -L $1 ]]; then
-    "$MOUNT" --options-source=disable --bind -o ro,nosuid,nodev,noexec "$2" "$1" || fail "cannot cover $1"
+    mnt "$2" "$1" '' bind,ro,nosuid,nodev,noexec || fail "cannot cover $1"
   fi
 }
 # Everything that acts runs inside main, the script's last command: bash abandons the whole
 # top-level command on an error such as a bad array subscript (not fatal under set -u), and
 # goes on with the next one. Here nothing follows, so setup ends without `karotte-ready`.
 main() {
+  local mounter_in mounter_out
+  coproc MOUNTER { exec "$PERL" -e "$MOUNTPL"; }
   while (( $# > 0 )); do
     case $1 in
       lo) "$IP" link set lo up & lo_pid=$!; shift ;;
       hostname) printf '%s' "$2" > /proc/sys/kernel/hostname || fail 'cannot set hostname'; shift 2 ;;
       sweep) n=$2; shift 2; sweep "${@:1:n}"; shift "$n" ;;
-      tmpfs) "$MOUNT" -t tmpfs -o "$3" karotte "$2" || fail "cannot mount tmpfs at $2"; shift 3 ;;
-      sysfs) "$MOUNT" -t sysfs -o ro,nosuid,nodev,noexec karotte-sys "$2" || fail "cannot mount sysfs at $2"; shift 2 ;;
-      remount) "$MOUNT" --options-source=disable -o "remount,bind,$3" "$2" || fail "cannot remount $2 ($3)"; shift 3 ;;
-      bind) "$MOUNT" --options-source=disable --bind -o "$4" "$2" "$3" || fail "cannot bind $2 at $3 ($4)"; shift 4 ;;
+      tmpfs) mnt karotte "$2" tmpfs "$3" || fail "cannot mount tmpfs at $2"; shift 3 ;;
+      sysfs) mnt karotte-sys "$2" sysfs ro,nosuid,nodev,noexec || fail "cannot mount sysfs at $2"; shift 2 ;;
+      remount) mnt '' "$2" '' "remount,bind,$3" || fail "cannot remount $2 ($3)"; shift 3 ;;
+      bind) mnt "$2" "$3" '' "bind,$4" || fail "cannot bind $2 at $3 ($4)"; shift 4 ;;
       cover) cover "$2" "$3"; shift 3 ;;
       dev)
-        "$MOUNT" -t tmpfs -o size=64k,nr_inodes=64,mode=755,nosuid,noexec karotte-dev "$2" || fail "cannot mount tmpfs at $2"
+        mnt karotte-dev "$2" tmpfs size=64k,nr_inodes=64,mode=755,nosuid,noexec || fail "cannot mount tmpfs at $2"
         # From a pipe, not -e: perl -e opens /dev/null, which does not exist yet.
         printf '%s' "$DEVPL" | "$PERL" - "$2" || fail "cannot populate $2"
-        "$MOUNT" -t devpts -o "ro,nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,max=$3" karotte-pts "$2/pts" || fail "cannot mount devpts at $2/pts"
+        mnt karotte-pts "$2/pts" devpts "ro,nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,max=$3" || fail "cannot mount devpts at $2/pts"
         shift 3 ;;
       *) fail "unknown directive $1" ;;
     esac
   done
   if [[ -n $lo_pid ]]; then wait "$lo_pid" || fail 'cannot bring up loopback'; fi
+  # The mounter ends at the end of its input; nothing of it reaches the init.
+  mounter_in=${MOUNTER[1]} mounter_out=${MOUNTER[0]}
+  exec {mounter_in}>&- {mounter_out}<&-
+  wait "$MOUNTER_PID" || fail 'the mounter failed'
   printf 'karotte-ready\n'
   exec 3<&0 0</dev/null 1>/dev/null 2>&1
   exec "$INITSH" -c "$INIT" karotte-init "$CAT"

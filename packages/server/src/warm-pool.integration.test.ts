@@ -2,6 +2,8 @@
 // in the background, the next episode starts on the pooled sandbox (a fresh one, never an
 // episode's), and close() destroys what was made ahead and never used. Real sandboxes, real
 // graders, over real HTTP. Needs root.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironmentClient, type EnvironmentClient } from './client.js';
 import { createEnvironmentServer } from './server.js';
@@ -14,6 +16,22 @@ import {
   startTestServer,
   type TestServer,
 } from '../test/protocols.js';
+
+/** Grader uids this process holds (a judge prepared ahead holds one while it waits). */
+function graderLeasesOf(ownerPid: number): number[] {
+  const dir = '/run/karotte/grader-uids';
+  const names = fs.existsSync(dir) ? fs.readdirSync(dir) : [];
+  return names.flatMap((name) => {
+    const match = /^(\d+)\.lock$/.exec(name);
+    if (match === null) return [];
+    try {
+      const record = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')) as { ownerPid?: number };
+      return record.ownerPid === ownerPid ? [Number(match[1])] : [];
+    } catch {
+      return [];
+    }
+  });
+}
 
 const isRoot = process.getuid?.() === 0;
 const inCI = process.env['CI'] === 'true';
@@ -55,8 +73,10 @@ describe.skipIf(!isRoot && !inCI)('the warm pool of the environment server', () 
       const result = await client.finish(episode.episodeId);
       expect(result.status, JSON.stringify(result.error)).not.toBe('error');
     }
-    // Refilled again: one sandbox waits that no episode will ever use.
+    // Refilled again: one sandbox waits that no episode will ever use, and one grader made
+    // ahead for the task's judge.
     expect(await eventually(() => t.server.warmPoolStats()?.idle === 1, 60_000)).toBe(true);
+    expect(await eventually(() => graderLeasesOf(process.pid).length === 1, 60_000)).toBe(true);
     const unused = leasedUidsOf(process.pid);
     expect(unused).toHaveLength(1);
     expect(seen.has(unused[0]!)).toBe(false);
@@ -65,6 +85,7 @@ describe.skipIf(!isRoot && !inCI)('the warm pool of the environment server', () 
     await t.stop();
     expect(t.server.warmPoolStats()).toMatchObject({ idle: 0 });
     expect(leasedUidsOf(process.pid)).toEqual([]);
+    expect(graderLeasesOf(process.pid)).toEqual([]);
     for (const uid of seen) expect(leftovers(uid, undefined), `uid ${uid}`).toEqual([]);
   });
 

@@ -89,6 +89,17 @@ function processesOf(uid: number): number[] {
   );
 }
 
+/** Kill a prepared judge's world from outside (each of its processes once; one gone already is fine). */
+function killWorldOf(uid: number): void {
+  for (const pid of new Set(processesOf(uid))) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+    }
+  }
+}
+
 function expectNothingLeft(uid: number): void {
   expect(pidsOfUid(uid)).toEqual([]);
   expect(cgroupsOf(uid)).toEqual([]);
@@ -163,7 +174,7 @@ describe('a prepared executable judge', () => {
     const prepared = await prepareJudge(judge());
     const [uid] = leased();
     try {
-      for (const pid of processesOf(uid!)) process.kill(pid, 'SIGKILL');
+      killWorldOf(uid!);
       await waitFor(() => !prepared!.usable(), 10_000);
       const report = await prepared!.evaluate(context());
       expect(report).toMatchObject({ status: 'scored', score: 1 });
@@ -251,7 +262,7 @@ describe('a judge pool', () => {
 
       // A pooled one whose world died is released, never handed out.
       await waitFor(() => pool.stats().idle === 1, 30_000);
-      for (const uid of leased()) for (const pid of processesOf(uid)) process.kill(pid, 'SIGKILL');
+      for (const uid of leased()) killWorldOf(uid);
       const replaced = await pool.prepare(j);
       expect(pool.stats().discarded).toBe(1);
       expect(replaced!.usable()).toBe(true);

@@ -73,8 +73,9 @@ export const PREPARED_MAX_AGE_MS = 600_000;
 /** A judge with its setup made ahead ({@link Judge.prepare}). */
 export interface PreparedJudge extends Judge {
   /**
-   * True while what was made ahead is unused and still holds (the executable judge: its
-   * grader's world lives). A cheap re-check for a pool handing prepared judges out.
+   * True while what was made ahead is unused and still holds (the executable judge: younger
+   * than `maxAgeMs`, its grader's world alive). A cheap re-check for a pool handing prepared
+   * judges out.
    */
   usable(): boolean;
   /**

@@ -882,17 +882,21 @@ async function prepareExecutable(
     run = undefined;
     return taken;
   };
+  /** The run made ahead still holds: unused, younger than maxAgeMs, its world alive. */
+  const holds = (made: GradingRun | undefined): made is GradingRun => {
+    const world = made?.ready?.sandbox?.world;
+    return (
+      made !== undefined &&
+      performance.now() - made.ready!.at <= maxAgeMs &&
+      (world === undefined || world.alive())
+    );
+  };
   return {
     kind: 'executable',
     name,
     evaluate: async (context) => {
       const taken = take();
-      const world = taken?.ready?.sandbox?.world;
-      const fresh =
-        taken !== undefined &&
-        performance.now() - taken.ready!.at <= maxAgeMs &&
-        (world === undefined || world.alive());
-      if (!fresh) {
+      if (!holds(taken)) {
         if (taken !== undefined) await closeRun(taken);
         return runExecutable(resolved, workDir, name, context);
       }
@@ -906,10 +910,7 @@ async function prepareExecutable(
       }
       return finishRun(taken, outcome);
     },
-    usable: () => {
-      const world = run?.ready?.sandbox?.world;
-      return run !== undefined && (world === undefined || world.alive());
-    },
+    usable: () => holds(run),
     dispose: async () => {
       const taken = take();
       if (taken !== undefined) await closeRun(taken);

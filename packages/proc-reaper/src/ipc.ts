@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { lstatSync, readFileSync } from 'node:fs';
 import { SystemError, isErrno, toSystemError } from '@karotte/base';
-import mqueueScript from './programs/mqueue.sh?raw';
+import mqueueProgram from './programs/mqueue.pl?raw';
 
 /** A SysV IPC kind, as in /proc/sysvipc/<kind>. */
 export type SysvKind = 'shm' | 'sem' | 'msg';
@@ -133,19 +133,27 @@ export async function removeSysv(
 
 /** Binaries for the POSIX message-queue sweep. */
 export interface MqueueBinaries {
-  readonly unshare: string;
-  readonly sh: string;
-  readonly mount: string;
-  readonly find: string;
+  readonly perl: string;
 }
 
 /**
- * The constant script (programs/mqueue.sh), run inside a private mount namespace: mount a
- * fresh mqueue filesystem (it shows every queue of this IPC namespace, whatever is mounted
- * elsewhere), delete the queues owned by $2, then list what is left. NUL-separated; the
- * separator holds a `/`, which no queue name can.
+ * The constant program (programs/mqueue.pl), run by perl as root: it unshares a private mount
+ * namespace, mounts a fresh mqueue file system there (it shows every queue of this IPC
+ * namespace, whatever is mounted elsewhere), deletes the queues owned by the uid, then lists
+ * what is left. NUL-separated; the separator holds a `/`, which no queue name can.
  */
-const MQUEUE_SCRIPT: string = mqueueScript;
+const MQUEUE_PROGRAM: string = mqueueProgram;
+
+/** unshare(2) and mount(2) by architecture (Node.js's `process.arch`). */
+export function mqueueSyscallNumbers(arch: string): { unshare: number; mount: number } | undefined {
+  return (
+    {
+      x64: { unshare: 272, mount: 165 },
+      arm64: { unshare: 97, mount: 40 },
+      ia32: { unshare: 310, mount: 21 },
+    } as Record<string, { unshare: number; mount: number }>
+  )[arch];
+}
 
 const LEFT_MARKER = Buffer.from('\0karotte/left\0', 'latin1');
 
@@ -193,21 +201,19 @@ export async function sweepMqueues(
   uid: number,
   timeoutMs: number,
 ): Promise<MqueueSweep> {
+  const syscalls = mqueueSyscallNumbers(process.arch);
+  if (syscalls === undefined) {
+    throw new SystemError(`cannot sweep POSIX message queues on ${process.arch}`);
+  }
   const result = await runCommand(
     [
-      binaries.unshare,
-      '--mount',
-      '--propagation',
-      'private',
-      '--',
-      binaries.sh,
-      '-c',
-      MQUEUE_SCRIPT,
-      'karotte-mqueue',
+      binaries.perl,
+      '-e',
+      MQUEUE_PROGRAM,
       pickMountPoint(),
       String(uid),
-      binaries.mount,
-      binaries.find,
+      String(syscalls.unshare),
+      String(syscalls.mount),
     ],
     timeoutMs,
   );

@@ -6,11 +6,11 @@ import { resolveTrustedBinary } from '@karotte/base';
 import { describe, expect, it } from 'vitest';
 import { IN_COHORT_SCRIPT } from './in-cohort.js';
 import keysScript from './programs/keys.pl?raw';
-import mqueueScript from './programs/mqueue.sh?raw';
+import mqueueProgram from './programs/mqueue.pl?raw';
 
 const programs = [
   { file: 'in-cohort.sh', text: IN_COHORT_SCRIPT, shell: 'sh' },
-  { file: 'mqueue.sh', text: mqueueScript, shell: 'sh' },
+  { file: 'mqueue.pl', text: mqueueProgram, shell: 'perl' },
   { file: 'keys.pl', text: keysScript, shell: 'perl' },
 ];
 

@@ -43,12 +43,7 @@ function allSysv() {
   );
 }
 
-const MQUEUE_BINARIES = {
-  unshare: '/usr/bin/unshare',
-  sh: '/bin/sh',
-  mount: '/usr/bin/mount',
-  find: '/usr/bin/find',
-};
+const MQUEUE_BINARIES = { perl: '/usr/bin/perl' };
 
 /** Create a POSIX message queue: as `asUid` (or root), through a private mqueue mount. */
 function createQueue(name: string, asUid: number | undefined): void {
@@ -213,6 +208,8 @@ describe('reclaimLeftovers(): POSIX message queues', () => {
       // Listed again (through a fresh private mount): the student's is gone, root's is there.
       const again = await sweepMqueues(MQUEUE_BINARIES, uid, 10_000);
       expect(again).toEqual({ removed: [], left: [] });
+      // The mqueue mounts were made in the sweeps' own mount namespaces: the host never saw one.
+      expect(fs.readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain('karotte-mqueue');
       const rootView = await sweepMqueues(MQUEUE_BINARIES, 0, 10_000);
       expect(rootView.removed.map(String)).toContain(rootQueue);
     } finally {

@@ -227,12 +227,7 @@ export async function reclaimLeftovers(
   if (parsed.posixMqueues) {
     checkAbort();
     const swept = await sweepMqueues(
-      {
-        unshare: resolveTrustedBinary('unshare'),
-        sh: resolveTrustedBinary('sh'),
-        mount: resolveTrustedBinary('mount'),
-        find: resolveTrustedBinary('find'),
-      },
+      { perl: resolveTrustedBinary('perl') },
       uid,
       parsed.timeoutMs,
     );

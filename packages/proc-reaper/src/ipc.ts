@@ -145,7 +145,7 @@ export interface MqueueBinaries {
 const MQUEUE_PROGRAM: string = mqueueProgram;
 
 /** unshare(2) and mount(2) by architecture (Node.js's `process.arch`). */
-export function mqueueSyscallNumbers(arch: string): { unshare: number; mount: number } | undefined {
+function mqueueSyscallNumbers(arch: string): { unshare: number; mount: number } | undefined {
   return (
     {
       x64: { unshare: 272, mount: 165 },

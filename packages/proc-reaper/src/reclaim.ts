@@ -226,11 +226,7 @@ export async function reclaimLeftovers(
   let posixMqueues: ReclaimRecord['posixMqueues'] = null;
   if (parsed.posixMqueues) {
     checkAbort();
-    const swept = await sweepMqueues(
-      { perl: resolveTrustedBinary('perl') },
-      uid,
-      parsed.timeoutMs,
-    );
+    const swept = await sweepMqueues({ perl: resolveTrustedBinary('perl') }, uid, parsed.timeoutMs);
     posixMqueues = {
       removed: swept.removed.slice(0, MAX_LISTED).map((name) => escapeForDisplay(name, 255)),
       removedCount: swept.removed.length,

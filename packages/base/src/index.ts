@@ -25,6 +25,8 @@ export {
 } from './misbehavior.js';
 export type { MisbehaviorCode, MisbehaviorRecord } from './misbehavior.js';
 export { parseOptions } from './options.js';
+export { createWarmReserve } from './reserve.js';
+export type { WarmReserve, WarmReserveOptions, WarmReserveStats } from './reserve.js';
 export { KiB, MiB, GiB, formatBytes } from './units.js';
 export { TrustedBinaryError, resolveTrustedBinary } from './trusted-binary.js';
 export type { TrustedBinaryErrorCode, ResolveTrustedBinaryOptions } from './trusted-binary.js';

@@ -2,7 +2,7 @@
 // directory, uid, cgroup, program copy, namespaces and mounts, its world started) made
 // ahead, in the background, so an episode's grading starts at the grader's own run. What is
 // pooled is fresh and unused: a prepared judge serves one evaluation and is never reused.
-import { parseOptions } from '@karotte/base';
+import { createWarmReserve, parseOptions, type WarmReserve } from '@karotte/base';
 import { z } from 'zod';
 import { GraderError } from './errors.js';
 import { prepareJudge } from './judge.js';
@@ -61,16 +61,6 @@ export interface JudgePool {
   close(): Promise<void>;
 }
 
-interface Pooled {
-  readonly prepared: PreparedJudge;
-  readonly madeAt: number;
-}
-
-interface Reserve {
-  readonly idle: Pooled[];
-  filling: Promise<void> | undefined;
-}
-
 /**
  * Keep `size` prepared copies of each judge asked for ready. A judge's reserve is made at its
  * first prepare() (which itself prepares cold) and refilled one at a time in the background.
@@ -81,9 +71,11 @@ interface Reserve {
 export function createJudgePool(options: JudgePoolOptions = {}): JudgePool {
   const { size, maxAgeMs, maxJudges } = parseOptions(judgePoolOptionsSchema, options, 'judge pool options');
   const lifetime = new AbortController();
-  const reserves = new Map<Judge, Reserve>();
+  const reserves = new Map<Judge, WarmReserve<PreparedJudge>>();
   const background = new Set<Promise<unknown>>();
-  const counts = { made: 0, warm: 0, cold: 0, discarded: 0, failed: 0 };
+  // The counts of reserves already let go (a judge drained past maxJudges).
+  const retired = { made: 0, warm: 0, discarded: 0, failed: 0 };
+  let cold = 0;
   let closed = false;
   let closing: Promise<void> | undefined;
 
@@ -94,82 +86,47 @@ export function createJudgePool(options: JudgePoolOptions = {}): JudgePool {
     };
     promise.then(forget, forget);
   };
-  const release = (entry: Pooled): void => {
-    track(entry.prepared.dispose());
+  const retire = (reserve: WarmReserve<PreparedJudge>): void => {
+    const { made, warm, discarded, failed } = reserve.stats();
+    retired.made += made;
+    retired.warm += warm;
+    retired.discarded += discarded;
+    retired.failed += failed;
+    track(reserve.close());
   };
-  const discard = (entry: Pooled): void => {
-    counts.discarded += 1;
-    release(entry);
-  };
-  const fill = (judge: Judge, reserve: Reserve): void => {
-    if (closed || reserve.filling !== undefined || reserve.idle.length >= size) return;
-    reserve.filling = (async () => {
-      try {
-        while (!closed && reserves.get(judge) === reserve && reserve.idle.length < size) {
-          const prepared = await prepareJudge(judge, { abortSignal: lifetime.signal, maxAgeMs });
-          if (prepared === null) return;
-          counts.made += 1;
-          const entry = { prepared, madeAt: performance.now() };
-          if (closed || reserves.get(judge) !== reserve) {
-            release(entry);
-            return;
-          }
-          reserve.idle.push(entry);
-        }
-      } catch {
-        if (!closed) counts.failed += 1;
-      } finally {
-        reserve.filling = undefined;
-      }
-    })();
-    track(reserve.filling);
-  };
-  const reserveOf = (judge: Judge): Reserve => {
+  const reserveOf = (judge: Judge): WarmReserve<PreparedJudge> => {
     let reserve = reserves.get(judge);
     if (reserve === undefined) {
-      reserve = { idle: [], filling: undefined };
+      reserve = createWarmReserve<PreparedJudge>({
+        size,
+        maxAgeMs,
+        make: async (signal) =>
+          prepareJudge(judge, { abortSignal: AbortSignal.any([signal, lifetime.signal]), maxAgeMs }),
+        check: (prepared) => (prepared.usable() ? [] : ['no longer usable']),
+        alive: (prepared) => prepared.usable(),
+        release: (prepared) => prepared.dispose(),
+        // A judge nobody asks for any more is not prepared again.
+        refillOnSweep: false,
+      });
       while (reserves.size >= maxJudges) {
-        const [oldest, stale] = reserves.entries().next().value as [Judge, Reserve];
+        const [oldest, stale] = reserves.entries().next().value as [Judge, WarmReserve<PreparedJudge>];
         reserves.delete(oldest);
-        for (const entry of stale.idle.splice(0)) release(entry);
+        retire(stale);
       }
     } else reserves.delete(judge);
     reserves.set(judge, reserve); // most recently used last
     return reserve;
   };
-  // Stale ones go even while nobody asks: a pool left idle must not hold old worlds.
-  const sweep = setInterval(
-    () => {
-      const now = performance.now();
-      for (const reserve of reserves.values()) {
-        for (let i = reserve.idle.length - 1; i >= 0; i -= 1) {
-          const entry = reserve.idle[i]!;
-          if (now - entry.madeAt > maxAgeMs || !entry.prepared.usable())
-            discard(reserve.idle.splice(i, 1)[0]!);
-        }
-      }
-    },
-    Math.max(1_000, Math.floor(maxAgeMs / 4)),
-  );
-  sweep.unref();
 
   return {
     async prepare(judge, prepareOptions = {}) {
       if (closed) throw new GraderError('ABORTED', 'the judge pool was closed');
       if (typeof judge.prepare !== 'function') return null;
       const reserve = reserveOf(judge);
-      for (;;) {
-        const entry = reserve.idle.shift();
-        if (entry === undefined) break;
-        if (performance.now() - entry.madeAt > maxAgeMs || !entry.prepared.usable()) {
-          discard(entry);
-          continue;
-        }
-        counts.warm += 1;
-        fill(judge, reserve);
-        return entry.prepared;
-      }
-      counts.cold += 1;
+      const warm = await reserve.take();
+      if (warm !== undefined) return warm;
+      if (closed) throw new GraderError('ABORTED', 'the judge pool was closed');
+      cold += 1;
       const signal =
         prepareOptions.abortSignal === undefined
           ? lifetime.signal
@@ -179,7 +136,7 @@ export function createJudgePool(options: JudgePoolOptions = {}): JudgePool {
       track(
         prepared.then(
           () => {
-            fill(judge, reserve);
+            reserve.fill();
           },
           () => undefined,
         ),
@@ -187,16 +144,22 @@ export function createJudgePool(options: JudgePoolOptions = {}): JudgePool {
       return prepared;
     },
     stats() {
-      let idle = 0;
-      for (const reserve of reserves.values()) idle += reserve.idle.length;
-      return { ...counts, idle };
+      const sum = { ...retired, cold, idle: 0 };
+      for (const reserve of reserves.values()) {
+        const { made, warm, discarded, failed, idle } = reserve.stats();
+        sum.made += made;
+        sum.warm += warm;
+        sum.discarded += discarded;
+        sum.failed += failed;
+        sum.idle += idle;
+      }
+      return sum;
     },
     close() {
       closing ??= (async () => {
         closed = true;
-        clearInterval(sweep);
         lifetime.abort(new GraderError('ABORTED', 'the judge pool was closed'));
-        for (const reserve of reserves.values()) for (const entry of reserve.idle.splice(0)) release(entry);
+        for (const reserve of reserves.values()) track(reserve.close());
         reserves.clear();
         while (background.size > 0) await Promise.allSettled([...background]);
       })();

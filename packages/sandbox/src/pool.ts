@@ -2,7 +2,7 @@
 // cgroups made and read back, quota formatted and mounted, namespaces and PID 1 up, network
 // check passed), and handed out in a few milliseconds. A sandbox is handed out once and never
 // comes back: what is pooled is fresh and unused, never a sandbox another student had.
-import { parseOptions } from '@karotte/base';
+import { createWarmReserve, parseOptions } from '@karotte/base';
 import { z } from 'zod';
 import { SandboxError } from './errors.js';
 import { sandboxOptionsSchema, type SandboxOptions } from './options.js';
@@ -67,11 +67,6 @@ export interface SandboxPool {
   close(): Promise<void>;
 }
 
-interface Pooled {
-  readonly sandbox: Sandbox;
-  readonly madeAt: number;
-}
-
 /**
  * Keep `size` sandboxes of `sandboxOptions` ready. Pooled sandboxes are ordinary ones (a lease,
  * a state directory): after a crash the next start on the host reclaims them like any other.
@@ -84,138 +79,62 @@ export function createSandboxPool(
 ): SandboxPool {
   parseOptions(sandboxOptionsSchema, sandboxOptions, 'sandbox options');
   const { size, maxAgeMs } = parseOptions(sandboxPoolOptionsSchema, poolOptions, 'sandbox pool options');
-  // The pool's own cancellation: close() stops a make in flight (its admission wait included).
-  const lifetime = new AbortController();
-  const options: SandboxOptions = {
-    ...sandboxOptions,
-    abortSignal:
-      sandboxOptions.abortSignal === undefined
-        ? lifetime.signal
-        : AbortSignal.any([sandboxOptions.abortSignal, lifetime.signal]),
-  };
-  const idle: Pooled[] = [];
-  const background = new Set<Promise<unknown>>();
-  const teardownFailures: string[] = [];
-  const counts = { made: 0, warm: 0, cold: 0, discarded: 0, failed: 0 };
-  let lastDiscard: string | null = null;
-  let filling: Promise<void> | undefined;
-  let closed = false;
-  let closing: Promise<void> | undefined;
-
-  const track = (promise: Promise<unknown>): void => {
-    background.add(promise);
-    const forget = (): void => {
-      background.delete(promise);
-    };
-    promise.then(forget, forget);
-  };
-  /** Tear a pooled sandbox down off the caller's path; close() waits for it and reports a failure. */
-  const destroyLater = (entry: Pooled): void => {
-    track(
-      entry.sandbox.destroy().catch((error: unknown) => {
-        teardownFailures.push(
-          `${entry.sandbox.id}: ${error instanceof Error ? error.message : String(error)}`,
+  const closedError = (): SandboxError => new SandboxError('DESTROYED', 'the sandbox pool was closed');
+  let cold = 0;
+  // The reserve's signal is the pool's own cancellation: close() stops a make in flight (its
+  // admission wait included).
+  const reserve = createWarmReserve<Sandbox>({
+    size,
+    maxAgeMs,
+    make: (signal) =>
+      createSandbox({
+        ...sandboxOptions,
+        abortSignal:
+          sandboxOptions.abortSignal === undefined
+            ? signal
+            : AbortSignal.any([sandboxOptions.abortSignal, signal]),
+      }),
+    check: (sandbox) => readinessProblems(sandbox),
+    release: (sandbox) =>
+      sandbox.destroy().catch((error: unknown) => {
+        throw new SandboxError(
+          'TEARDOWN_INCOMPLETE',
+          `${sandbox.id}: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
         );
       }),
-    );
-  };
-  const discard = (entry: Pooled, why: string): void => {
-    counts.discarded += 1;
-    lastDiscard = why;
-    destroyLater(entry);
-  };
-  const fill = (): void => {
-    if (closed || filling !== undefined || idle.length >= size) return;
-    filling = (async () => {
-      try {
-        while (!closed && idle.length < size) {
-          const sandbox = await createSandbox(options);
-          counts.made += 1;
-          if (closed) {
-            destroyLater({ sandbox, madeAt: performance.now() });
-            return;
-          }
-          idle.push({ sandbox, madeAt: performance.now() });
-        }
-      } catch {
-        // The next acquire() finds nothing ready, makes its own and sees the error itself.
-        if (!closed) counts.failed += 1;
-      } finally {
-        filling = undefined;
-      }
-    })();
-    track(filling);
-  };
-  // Stale sandboxes go even while nobody asks: a pool left idle must not hold old worlds.
-  const sweep = setInterval(
-    () => {
-      const now = performance.now();
-      for (let i = idle.length - 1; i >= 0; i -= 1) {
-        if (now - idle[i]!.madeAt > maxAgeMs) discard(idle.splice(i, 1)[0]!, `older than ${maxAgeMs} ms`);
-      }
-      fill();
-    },
-    Math.max(1_000, Math.floor(maxAgeMs / 4)),
-  );
-  sweep.unref();
-  fill();
+    // Stale sandboxes go even while nobody asks, and the pool is topped up again.
+    refillOnSweep: true,
+  });
+  reserve.fill();
 
   return {
     async acquire(acquireOptions = {}) {
-      if (closed) throw new SandboxError('DESTROYED', 'the sandbox pool was closed');
-      for (;;) {
-        const entry = idle.shift();
-        if (entry === undefined) break;
-        const age = performance.now() - entry.madeAt;
-        if (age > maxAgeMs) {
-          discard(entry, `older than ${maxAgeMs} ms`);
-          continue;
-        }
-        // Tracked: a close() meanwhile waits for the check, then for this entry's teardown.
-        const check = readinessProblems(entry.sandbox).catch((error: unknown) => [
-          `its re-check failed: ${error instanceof Error ? error.message : String(error)}`,
-        ]);
-        track(check);
-        const problems = await check;
-        if (closed) {
-          destroyLater(entry);
-          throw new SandboxError('DESTROYED', 'the sandbox pool was closed');
-        }
-        if (problems.length > 0) {
-          discard(entry, problems.join('; '));
-          continue;
-        }
-        counts.warm += 1;
-        fill();
-        return entry.sandbox;
-      }
-      if (closed) throw new SandboxError('DESTROYED', 'the sandbox pool was closed');
-      fill();
-      counts.cold += 1;
+      if (reserve.closed) throw closedError();
+      const sandbox = await reserve.take();
+      if (sandbox !== undefined) return sandbox;
+      if (reserve.closed) throw closedError();
+      reserve.fill();
+      cold += 1;
       return createSandbox({
         ...sandboxOptions,
         ...(acquireOptions.abortSignal === undefined ? {} : { abortSignal: acquireOptions.abortSignal }),
       });
     },
     stats() {
-      return { ...counts, idle: idle.length, lastDiscard };
+      const { made, warm, discarded, failed, idle, lastDiscard } = reserve.stats();
+      return { made, warm, cold, discarded, failed, idle, lastDiscard };
     },
-    close() {
-      closing ??= (async () => {
-        closed = true;
-        clearInterval(sweep);
-        lifetime.abort(new SandboxError('DESTROYED', 'the sandbox pool was closed'));
-        for (const entry of idle.splice(0)) destroyLater(entry);
-        while (background.size > 0) await Promise.allSettled([...background]);
-        if (teardownFailures.length > 0) {
-          throw new SandboxError(
-            'TEARDOWN_INCOMPLETE',
-            `the pool could not tear down ${teardownFailures.length} sandbox(es): ${teardownFailures.join('; ')}`,
-            { leftovers: [...teardownFailures] },
-          );
-        }
-      })();
-      return closing;
+    async close() {
+      const failures = await reserve.close();
+      if (failures.length > 0) {
+        const described = failures.map((error) => (error instanceof Error ? error.message : String(error)));
+        throw new SandboxError(
+          'TEARDOWN_INCOMPLETE',
+          `the pool could not tear down ${described.length} sandbox(es): ${described.join('; ')}`,
+          { leftovers: described },
+        );
+      }
     },
   };
 }

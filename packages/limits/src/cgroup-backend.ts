@@ -14,7 +14,7 @@ import {
   writeChecked,
 } from './cgroup-io.js';
 import { LimitsError } from './errors.js';
-import type { GroupKillResult } from './group-types.js';
+import type { FrozenHold, GroupKillResult } from './group-types.js';
 import { pageSize, socketAccountingDisabled, swapActive } from './proc.js';
 
 /** What a backend was asked to apply. */
@@ -487,13 +487,16 @@ export function pidsOfDirs(io: CgroupIo, dirs: readonly string[]): number[] {
  * - v2 with `cgroup.kill` (Linux 5.14+): one write, the kernel kills every member and descendant.
  * - otherwise freeze (v1 `freezer.state`, v2 `cgroup.freeze`), wait until frozen (bounded),
  *   list the members (none can fork while frozen), SIGKILL each, then thaw so the kernel
- *   can deliver the signals and the processes can die.
+ *   can deliver the signals and the processes can die. With `holdFrozen` a v1 group whose
+ *   freeze took, and which holds every member of every controller, is left frozen and the
+ *   result carries the hold (a v1 frozen task stays frozen when killed; a v2 one does not, so
+ *   v2 thaws at once).
  * Works from the directories alone, so recovery can kill a dead harness's groups too.
  */
 export async function killDirs(
   io: CgroupIo,
   dirs: readonly string[],
-  freezeWaitMs = 1000,
+  { freezeWaitMs = 1000, holdFrozen = false }: { freezeWaitMs?: number; holdFrozen?: boolean } = {},
 ): Promise<GroupKillResult> {
   const v2Kill = dirs.find((dir) => io.exists(`${dir}/cgroup.kill`));
   if (v2Kill !== undefined) {
@@ -507,31 +510,48 @@ export async function killDirs(
     if (freezerV1 !== undefined) io.write(`${freezerV1}/freezer.state`, 'FROZEN');
     else if (freezerV2 !== undefined) io.write(`${freezerV2}/cgroup.freeze`, '1');
   };
+  let thawed = false;
   const thaw = (): void => {
+    if (thawed) return;
+    thawed = true;
     if (freezerV1 !== undefined) io.write(`${freezerV1}/freezer.state`, 'THAWED');
     else if (freezerV2 !== undefined) io.write(`${freezerV2}/cgroup.freeze`, '0');
   };
-  const frozen = (): boolean => {
+  /** Frozen, or unreadable (then the kill goes ahead all the same); `strict` takes unreadable as not frozen. */
+  const frozen = (strict = false): boolean => {
     try {
       if (freezerV1 !== undefined) return io.read(`${freezerV1}/freezer.state`).trim() === 'FROZEN';
       if (freezerV2 !== undefined) return readKeyed(io, `${freezerV2}/cgroup.events`).get('frozen') === 1;
     } catch {
-      return true;
+      return !strict;
     }
-    return true;
+    return !strict;
   };
-  let signalled = 0;
+  let signalled: number;
+  let hold: FrozenHold | undefined;
   freeze();
   try {
     // A task in uninterruptible sleep can keep the group FREEZING; the kill below still
     // lands on every listed member, and the caller's loop repeats until the group is empty.
     const deadline = Date.now() + freezeWaitMs;
     while (!frozen() && Date.now() < deadline) await sleep(2);
-    for (const pid of pidsOfDirs(io, dirs)) if (killPid(pid)) signalled += 1;
+    const holdDir = holdFrozen && frozen(true) ? freezerV1 : undefined;
+    const listed = pidsOfDirs(io, dirs);
+    const members = listed.filter((pid) => killPid(pid));
+    signalled = members.length;
+    if (holdDir !== undefined) {
+      // Held only if no member sits outside the frozen group (a root write can put one in
+      // another controller's group alone): otherwise that one could still run.
+      const inFreezer = new Set(readPidsRecursive(io, holdDir));
+      if (listed.every((pid) => inFreezer.has(pid))) hold = { members, thaw };
+    }
   } finally {
-    thaw();
+    // Thawed at once unless held: a failure on the way thaws, as without holdFrozen.
+    if (hold === undefined) thaw();
   }
-  return { mechanism: 'freeze-kill-thaw', signalled };
+  return hold === undefined
+    ? { mechanism: 'freeze-kill-thaw', signalled }
+    : { mechanism: 'freeze-kill-thaw', signalled, hold };
 }
 
 /**

@@ -330,6 +330,75 @@ describe('cgroup groups on this host', () => {
     expect(toMisbehavior(pids).code).toBe('PIDS_LIMIT');
   });
 
+  it('killAll({ holdFrozen }) leaves killed v1 members frozen with SIGKILL pending until thaw()', async () => {
+    const created = await group({ name: uniqueName(), memoryBytes: 128 * MiB, pids: 64 });
+    const uid = testUid();
+    cleanups.push(() => killUid(uid));
+    const sleepers = runBounded(
+      [...created.launchPrefix(), ...asUid(uid, ['/bin/sh', '-c', 'sleep 60 & sleep 60 & sleep 60 & wait'])],
+      60_000,
+    );
+    await waitFor(async () => (await created.pids()).length >= 4, 10_000);
+    const members = await created.pids();
+    const kill = await created.killAll({ holdFrozen: true });
+    if (created.backend === 'cgroup-v2') {
+      // cgroup.kill needs no freeze, and a v2 frozen task exits when killed: nothing to hold.
+      expect(kill.hold).toBeUndefined();
+    } else {
+      expect(kill).toMatchObject({ mechanism: 'freeze-kill-thaw', signalled: members.length });
+      expect(kill.hold?.members).toEqual(members);
+      expect(readCgroupFile(created, 'freezer.state')).toBe('FROZEN');
+      // Still there, every one with SIGKILL (bit 9) pending, none able to run.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await created.pids()).toEqual(members);
+      for (const pid of members) {
+        const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+        const pending = [/^SigPnd:\s*(\S+)/m, /^ShdPnd:\s*(\S+)/m].map((field) =>
+          BigInt(`0x${field.exec(status)?.[1] ?? '0'}`),
+        );
+        expect(pending.some((mask) => (mask & (1n << 8n)) !== 0n)).toBe(true);
+      }
+      kill.hold!.thaw();
+      kill.hold!.thaw(); // idempotent
+      expect(readCgroupFile(created, 'freezer.state')).toBe('THAWED');
+    }
+    await waitFor(async () => (await created.pids()).length === 0, 10_000);
+    expect((await sleepers).signal).toBe('SIGKILL');
+  });
+
+  // The v1 freezer is a controller of its own: a member can be in the pids group and not in it.
+  it.runIf(hierarchy?.version === 1)(
+    'killAll({ holdFrozen }) holds nothing when a member sits outside the frozen group',
+    async () => {
+      const created = await group({ name: uniqueName(), memoryBytes: 128 * MiB, pids: 64 });
+      const freezerDir = created.dirs.find((dir) => fs.existsSync(path.join(dir, 'freezer.state')));
+      const otherDir = created.dirs.find((dir) => !fs.existsSync(path.join(dir, 'freezer.state')));
+      expect(freezerDir).toBeDefined();
+      expect(otherDir).toBeDefined();
+      const uid = testUid();
+      cleanups.push(() => killUid(uid));
+      const sleepers = runBounded(
+        [...created.launchPrefix(), ...asUid(uid, ['/bin/sh', '-c', 'sleep 60 & wait'])],
+        60_000,
+      );
+      await waitFor(async () => (await created.pids()).length >= 2, 10_000);
+      // A root write moves one member out of the freezer group alone: frozen, the rest could not
+      // run, but that one still could, so the group is thawed at once.
+      const [moved] = fs
+        .readFileSync(path.join(freezerDir!, 'cgroup.procs'), 'utf8')
+        .split('\n')
+        .filter(Boolean);
+      const freezerRoot = path.dirname(freezerDir!);
+      fs.writeFileSync(path.join(freezerRoot, 'cgroup.procs'), moved!);
+      const kill = await created.killAll({ holdFrozen: true });
+      expect(kill.hold).toBeUndefined();
+      expect(kill.signalled).toBeGreaterThanOrEqual(2);
+      expect(readCgroupFile(created, 'freezer.state')).toBe('THAWED');
+      await waitFor(async () => (await created.pids()).length === 0, 10_000);
+      expect((await sleepers).signal).toBe('SIGKILL');
+    },
+  );
+
   it('killAll kills a SIGSTOPped member and a fork-and-die relay alike', async () => {
     const created = await group({ name: uniqueName(), memoryBytes: 128 * MiB, pids: 128 });
     const uid = testUid();

@@ -21,7 +21,7 @@ import {
 import { LimitsError, throwIfAborted } from './errors.js';
 import type { LimitContract, LimitEvent } from './events.js';
 import { FirstSeen } from './events.js';
-import type { GroupKillResult, KillableGroup } from './group-types.js';
+import type { GroupKillOptions, GroupKillResult, KillableGroup } from './group-types.js';
 import type { LaunchBinaries, RlimitOptions, Rlimits } from './launch.js';
 import { buildLaunchPrefix, resolveLaunchBinaries, rlimitsSchema } from './launch.js';
 import { hostMemoryBytes, pageSize } from './proc.js';
@@ -143,7 +143,7 @@ export interface LimitGroup extends KillableGroup {
   usage(): Promise<GroupUsage>;
   /** Limit hits since creation (OOM kills, fork refusals). */
   events(): Promise<LimitEvent[]>;
-  killAll(): Promise<GroupKillResult>;
+  killAll(options?: GroupKillOptions): Promise<GroupKillResult>;
   pids(): Promise<number[]>;
   /**
    * Read every limit back again (what a group kept waiting, a warm pool's, must still hold
@@ -447,8 +447,8 @@ class CgroupLimitGroup implements LimitGroup {
     };
   }
 
-  killAll(): Promise<GroupKillResult> {
-    return killDirs(this.io, this.dirs);
+  killAll(options: GroupKillOptions = {}): Promise<GroupKillResult> {
+    return killDirs(this.io, this.dirs, { holdFrozen: options.holdFrozen === true });
   }
 
   pids(): Promise<number[]> {

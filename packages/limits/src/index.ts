@@ -11,7 +11,7 @@ export { hostFaultOf, isHostFault, toMisbehavior } from './events.js';
 export type { LimitContract, LimitName, LimitEvent, LimitEventKind } from './events.js';
 export { cgroupHierarchySchema, detectCgroups } from './cgroup-detect.js';
 export type { CgroupHierarchy, CgroupDetection } from './cgroup-detect.js';
-export type { KillableGroup, GroupKillResult } from './group-types.js';
+export type { KillableGroup, FrozenHold, GroupKillOptions, GroupKillResult } from './group-types.js';
 export { groupOptionsSchema, createGroup } from './group.js';
 export type { GroupOptions, LimitGroup, GroupLimitReport, GroupUsage, GroupRemoval } from './group.js';
 export { rlimitsSchema, launchPrefixOptionsSchema, createLaunchPrefix } from './launch.js';

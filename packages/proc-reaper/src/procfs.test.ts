@@ -32,6 +32,7 @@ describe('scanOwned', () => {
     const scan = scanOwned(me, 'pid:[1]', root);
     expect([...scan.owned].sort()).toEqual([60, 61, 62]);
     expect(scan.foreign).toEqual([61]);
+    expect(scanOwned(me, 'pid:[1]', root, new Set([61, 62]))).toEqual({ owned: [60], foreign: [] });
     // Entries owned by someone else are not listed.
     expect(scanOwned(me + 1, 'pid:[1]', root)).toEqual({ owned: [], foreign: [] });
   });

@@ -28,9 +28,14 @@ export interface OwnedScan {
  *
  * The owner of /proc/<pid> is the effective uid of a dumpable process (root for a
  * non-dumpable one), so this is an accelerator and a count, never a proof: what it misses,
- * the in-cohort kill and the status-based sweep take.
+ * the in-cohort kill and the status-based sweep take. Pids in `skip` are not looked at.
  */
-export function scanOwned(uid: number, ownNamespace: string, procRoot = '/proc'): OwnedScan {
+export function scanOwned(
+  uid: number,
+  ownNamespace: string,
+  procRoot = '/proc',
+  skip: ReadonlySet<number> = new Set(),
+): OwnedScan {
   const owned: number[] = [];
   const foreign: number[] = [];
   let entries: string[];
@@ -40,6 +45,7 @@ export function scanOwned(uid: number, ownNamespace: string, procRoot = '/proc')
     return { owned, foreign };
   }
   for (const entry of entries) {
+    if (skip.size > 0 && skip.has(Number(entry))) continue;
     const stats = statSync(`${procRoot}/${entry}`, { throwIfNoEntry: false });
     if (stats?.uid !== uid) continue;
     const pid = Number(entry);

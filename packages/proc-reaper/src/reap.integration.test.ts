@@ -202,7 +202,20 @@ describe('reap() proves every escape dead', () => {
     it(title, async () => {
       await startEscape(escape);
       expect(pidsOfUid(ctx.uid).length).toBeGreaterThan(0);
-      const group: KillableGroup | undefined = withGroup ? ctx.group : undefined;
+      // The episode group, watched: how many killed members each hold kept frozen.
+      const held: number[] = [];
+      const episode = ctx.group!;
+      const group: KillableGroup | undefined = withGroup
+        ? {
+            name: episode.name,
+            pids: () => episode.pids(),
+            killAll: async (options) => {
+              const result = await episode.killAll(options);
+              if (result.hold !== undefined) held.push(result.hold.members.length);
+              return result;
+            },
+          }
+        : undefined;
       const record = await reap({ uid: ctx.uid, ...(group ? { group } : {}) });
       expect(record.misbehavior).toEqual([]);
       expect(record.confirmedEmpty).toBe(true);
@@ -214,6 +227,13 @@ describe('reap() proves every escape dead', () => {
       expect(runnablePidsOfUid(ctx.uid)).toEqual([]);
       expect(await heartbeatsAfter(ctx.dir)).toEqual([]);
       expect(runnablePidsOfUid(ctx.uid)).toEqual([]);
+      // A v1 group the reap held frozen while it took its proof is thawed again.
+      const freezer = ctx.group?.dirs.find((dir) => fs.existsSync(`${dir}/freezer.state`));
+      if (freezer !== undefined) {
+        expect(fs.readFileSync(`${freezer}/freezer.state`, 'utf8').trim()).toBe('THAWED');
+        // With the group, the first pass held it: its killed members were skipped, not read.
+        if (withGroup) expect(held[0]).toBeGreaterThan(0);
+      }
       await waitFor(() => pidsOfUid(ctx.uid).length === 0, 10_000);
       if (ctx.group) expect(await ctx.group.pids()).toEqual([]);
     });

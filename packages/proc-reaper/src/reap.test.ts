@@ -1,7 +1,7 @@
 // Unit tests of the reap loop's logic against a scripted engine (no root, no processes):
 // what counts as proof, the pid-exhaustion hole, incomplete walks, the order of the steps.
 // The same loop runs against real processes in reap.integration.test.ts.
-import type { GroupKillResult, KillableGroup } from '@karotte/limits';
+import type { GroupKillOptions, GroupKillResult, KillableGroup } from '@karotte/limits';
 import { describe, expect, it } from 'vitest';
 import { ProcReaperError } from './errors.js';
 import type { HelperOutcome } from './in-cohort.js';
@@ -22,6 +22,8 @@ interface Script {
   scans?: OwnedScan[];
   init?: (InitView | undefined)[];
   groupLive?: number[][];
+  /** Pids isRunnable() says can run. */
+  runnable?: number[];
 }
 
 function live(...pids: number[]): UidProcess[] {
@@ -40,6 +42,7 @@ function fakeEngine(script: Script) {
   let scanCalls = 0;
   let initCalls = 0;
   let groupCalls = 0;
+  const skipped: (number[] | undefined)[] = [];
   const pick = <T>(list: T[] | undefined, index: number, fallback: T): T =>
     list === undefined || list.length === 0 ? fallback : (list[Math.min(index, list.length - 1)] ?? fallback);
   const engine: ReapEngine = {
@@ -49,12 +52,14 @@ function fakeEngine(script: Script) {
       log.push('sleep');
       return Promise.resolve();
     },
-    walk: () => {
+    walk: (_uid, skip) => {
+      skipped.push(skip === undefined ? undefined : [...skip]);
       log.push('walk');
       clock += 1;
       return pick(script.walks, walkCalls++, CLEAN);
     },
-    scanOwned: () => {
+    scanOwned: (_uid, skip) => {
+      skipped.push(skip === undefined ? undefined : [...skip]);
       log.push('scan');
       return pick(script.scans, scanCalls++, { owned: [], foreign: [] });
     },
@@ -73,10 +78,14 @@ function fakeEngine(script: Script) {
       log.push('group-members');
       return Promise.resolve(pick(script.groupLive, groupCalls++, []));
     },
+    isRunnable: (pid) => {
+      log.push(`runnable? ${pid}`);
+      return script.runnable?.includes(pid) ?? false;
+    },
     groupMembers: () => Promise.resolve([]),
     checkAbort: () => undefined,
   };
-  return { engine, log, killedPids };
+  return { engine, log, killedPids, skipped };
 }
 
 function fakeGroup(log: string[], fail = false): KillableGroup {
@@ -221,6 +230,127 @@ describe('runReap', () => {
     );
     expect(record.confirmedEmpty).toBe(true);
     expect(record.problems.join()).toMatch(/killAll\(\) did not settle/);
+  });
+
+  it('holds a frozen group through each pass with a uid and thaws it before sleeping or returning', async () => {
+    // Pass 1: the sweep finds pid 7 alive: not proven. Pass 2: proven.
+    const { engine, log, skipped } = fakeEngine({
+      walks: [{ alive: live(7), complete: true, vanished: 0 }, CLEAN],
+    });
+    const asked: (GroupKillOptions | undefined)[] = [];
+    const holding: KillableGroup = {
+      name: 'karotte-holding',
+      killAll: (options) => {
+        asked.push(options);
+        log.push('group-kill');
+        return Promise.resolve({
+          mechanism: 'freeze-kill-thaw',
+          signalled: 3,
+          hold: {
+            members: [11, 12, 13],
+            thaw: () => {
+              log.push('thaw');
+            },
+          },
+        });
+      },
+      pids: () => {
+        log.push('pids');
+        return Promise.resolve([11, 12, 13]);
+      },
+    };
+    const record = await runReap(
+      { uid: 5000, group: holding, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 2, killed: { cgroup: 6 }, dying: 3 });
+    expect(asked).toEqual([{ holdFrozen: true }, { holdFrozen: true }]);
+    // The held members are neither scanned nor swept nor read one by one: the group still
+    // holds exactly them, so nothing changed.
+    const pass = ['group-kill', 'scan', 'helper', 'walk', 'kill 7', 'pids', 'thaw'];
+    expect(log).toEqual([...pass, 'sleep', ...pass.filter((step) => step !== 'kill 7')]);
+    expect(skipped).toEqual(Array(4).fill([11, 12, 13]));
+  });
+
+  it('under a hold, looks one by one at what changed: a member that joined or a held pid that left', async () => {
+    // Pass 1: 14 joined and can run, 12 left and its pid now holds a runnable process: not
+    // proven. Pass 2: the group holds exactly what was killed.
+    const { engine, log } = fakeEngine({ runnable: [14, 12] });
+    const members = [
+      [11, 12, 13],
+      [11, 13],
+    ];
+    const now = [
+      [11, 13, 14],
+      [11, 13],
+    ];
+    let kills = 0;
+    let reads = 0;
+    const holding: KillableGroup = {
+      name: 'karotte-changed',
+      killAll: () => {
+        const pass = kills++;
+        return Promise.resolve({
+          mechanism: 'freeze-kill-thaw',
+          signalled: members[pass]!.length,
+          hold: { members: members[pass]!, thaw: () => undefined },
+        });
+      },
+      pids: () => Promise.resolve(now[Math.min(reads++, 1)]!),
+    };
+    const record = await runReap(
+      { uid: 5000, group: holding, pidNamespaceInitPid: undefined },
+      OPTIONS,
+      engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, passes: 2 });
+    expect(log.filter((step) => step.startsWith('runnable?'))).toEqual(['runnable? 14', 'runnable? 12']);
+  });
+
+  it('asks for no hold without a uid: the proof then needs the namespace init dead, which a frozen one never is', async () => {
+    const { engine } = fakeEngine({ init: [undefined] });
+    const asked: (GroupKillOptions | undefined)[] = [];
+    const group: KillableGroup = {
+      name: 'karotte-nohold',
+      killAll: (options) => {
+        asked.push(options);
+        return Promise.resolve({ mechanism: 'freeze-kill-thaw', signalled: 0 });
+      },
+      pids: () => Promise.resolve([]),
+    };
+    const record = await runReap({ uid: undefined, group, pidNamespaceInitPid: 4242 }, OPTIONS, engine);
+    expect(record.confirmedEmpty).toBe(true);
+    expect(asked).toEqual([{}]);
+  });
+
+  it('thaws a held group whose kill settled only after its bound', async () => {
+    const { engine } = fakeEngine({});
+    let thawed = 0;
+    const late: KillableGroup = {
+      name: 'karotte-late',
+      killAll: () =>
+        new Promise<GroupKillResult>((resolve) => {
+          setTimeout(() => {
+            resolve({
+              mechanism: 'freeze-kill-thaw',
+              signalled: 1,
+              hold: {
+                members: [5],
+                thaw: () => {
+                  thawed += 1;
+                },
+              },
+            });
+          }, 1_200);
+        }),
+      pids: () => Promise.resolve([]),
+    };
+    const record = await runReap({ uid: 5000, group: late, pidNamespaceInitPid: undefined }, OPTIONS, engine);
+    expect(record.problems.join()).toMatch(/killAll\(\) did not settle/);
+    expect(thawed).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(thawed).toBe(1);
   });
 
   it('kills student processes in a foreign PID namespace before the helper, as pidns kills', async () => {

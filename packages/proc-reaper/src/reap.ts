@@ -2,7 +2,12 @@
 //
 // One pass, in this order, and why:
 //  1. group.killAll(): the cgroup kill is atomic with respect to fork (v2 cgroup.kill; v1
-//     freeze, SIGKILL every member, thaw). It takes the bulk at once.
+//     freeze, SIGKILL every member, thaw). It takes the bulk at once. With a uid, a v1 group
+//     stays frozen until the pass has its proof (a hold): its killed members cannot run, fork
+//     or exit, so their pids name the same killed processes all pass long, and the steps below
+//     skip them (thousands of /proc reads less); their exits (for thousands, more work than
+//     the rest of the reap) start only at the thaw. At the end of the pass the group must
+//     still hold exactly them, or whatever changed is looked at one by one.
 //  2. the init of the student's PID namespace: when a PID-namespace init dies the kernel kills
 //     every process in the namespace, and the init only finishes dying after they all have.
 //  3. a cheap scan of /proc for the uid: student processes in a PID namespace other than ours
@@ -39,7 +44,7 @@ import {
   resolveTrustedBinary,
 } from '@karotte/base';
 import type { UidWalk } from '@karotte/base';
-import type { KillableGroup } from '@karotte/limits';
+import type { FrozenHold, KillableGroup } from '@karotte/limits';
 import { z } from 'zod';
 import { ProcReaperError } from './errors.js';
 import { inCohortArgv, runHelper } from './in-cohort.js';
@@ -159,12 +164,15 @@ export interface InitView {
 export interface ReapEngine {
   now(): number;
   sleep(ms: number): Promise<void>;
-  walk(uid: number): UidWalk;
-  scanOwned(uid: number): OwnedScan;
+  /** The uid's processes, except the pids in `skip`. */
+  walk(uid: number, skip?: ReadonlySet<number>): UidWalk;
+  scanOwned(uid: number, skip?: ReadonlySet<number>): OwnedScan;
   kill(pid: number): boolean;
   runInCohort(): Promise<HelperOutcome>;
   inspectInit(pid: number): InitView | undefined;
   liveGroupMembers(group: KillableGroup): Promise<number[]>;
+  /** Alive, zombies aside, and without SIGKILL pending. */
+  isRunnable(pid: number): boolean;
   /** Members that have not exited (zombies aside), dying ones included. */
   groupMembers(group: KillableGroup): Promise<number[]>;
   checkAbort(): void;
@@ -215,12 +223,13 @@ export async function reap(target: ReapTarget, options: ReapOptions = {}): Promi
         // Aborted: checkAbort() right after turns it into ABORTED.
       });
     },
-    walk: (forUid) => processesOfUid(forUid),
-    scanOwned: (forUid) => scanOwned(forUid, ownPidNamespace),
+    walk: (forUid, skip) => processesOfUid(forUid, '/proc', skip),
+    scanOwned: (forUid, skip) => scanOwned(forUid, ownPidNamespace, '/proc', skip),
     kill: killPid,
     runInCohort: () => runHelper(helperArgv!, parsed.helperTimeoutMs),
     inspectInit: (pid) => inspectInit(pid, ownPidNamespace),
     liveGroupMembers: async (killable) => (await killable.pids()).filter((pid) => isProcessRunnable(pid)),
+    isRunnable: (pid) => isProcessRunnable(pid),
     groupMembers: async (killable) => (await killable.pids()).filter((pid) => isProcessLive(pid)),
     checkAbort: () => {
       if (abortSignal?.aborted) {
@@ -361,21 +370,61 @@ export async function runReap(
   const bounded = <T>(promise: Promise<T>, what: string): Promise<T> =>
     withTimeout(promise, Math.max(GROUP_CALL_MIN_MS, deadline - engine.now()), what);
 
-  const killGroup = async (): Promise<void> => {
-    if (group === undefined) return;
+  // A group killed by freezing stays frozen (killed, unable to run, fork or exit) while a pass
+  // with a uid takes its proof, so thousands of exits do not compete with the sweep; thawed
+  // at the end of the pass. Without a uid the proof needs the namespace init dead, which a
+  // frozen init never is: no hold then.
+  let hold: FrozenHold | undefined;
+  const thawHeld = (): void => {
+    const held = hold;
+    hold = undefined;
+    if (held === undefined) return;
     try {
-      killed.cgroup += (await bounded(group.killAll(), 'killAll()')).signalled;
+      held.thaw();
     } catch (error) {
+      note(`group ${group?.name ?? ''}: thaw failed: ${errorText(error)}`);
+    }
+  };
+  const killGroup = async (asHold: boolean): Promise<void> => {
+    if (group === undefined) return;
+    const killing = group.killAll(asHold ? { holdFrozen: true } : {});
+    try {
+      const result = await bounded(killing, 'killAll()');
+      killed.cgroup += result.signalled;
+      hold = result.hold;
+    } catch (error) {
+      // A kill that settles after its bound must not leave the group frozen.
+      killing.then(
+        (late) => late.hold?.thaw(),
+        () => undefined,
+      );
       note(`group ${group.name}: kill failed: ${errorText(error)}`);
     }
   };
+  /**
+   * The group's members that can run. Under a hold only what changed since the kill is looked
+   * at: a member that joined, or a held pid that left (its process is gone; whatever holds the
+   * pid now must not be able to run, or the pass proves nothing).
+   */
+  const liveMembers = async (
+    held: ReadonlySet<number> | undefined,
+    killable: KillableGroup,
+  ): Promise<number[]> => {
+    if (held === undefined) return engine.liveGroupMembers(killable);
+    const now = new Set(await killable.pids());
+    const changed = [
+      ...[...now].filter((pid) => !held.has(pid)),
+      ...[...held].filter((pid) => !now.has(pid)),
+    ];
+    return changed.filter((pid) => engine.isRunnable(pid));
+  };
 
-  const killSweep = (forUid: number): UidWalk => {
-    let walk = engine.walk(forUid);
+  const killSweep = (forUid: number, skip?: ReadonlySet<number>): UidWalk => {
+    let walk = engine.walk(forUid, skip);
     for (let attempt = 1; !walk.complete && attempt < MAX_WALKS_PER_PASS; attempt += 1) {
       incompleteWalks += 1;
       note(walk.problem ?? 'incomplete /proc walk');
-      walk = engine.walk(forUid);
+      walk = engine.walk(forUid, skip);
     }
     if (!walk.complete) {
       incompleteWalks += 1;
@@ -464,47 +513,53 @@ export async function runReap(
   for (;;) {
     engine.checkAbort();
     passes += 1;
-    await killGroup();
-    killInit();
     let helperRan = false;
     let sweepClean = true;
-    if (uid !== undefined) {
-      const before = engine.scanOwned(uid);
-      const foreign = new Set(before.foreign);
-      const seen = new Set<number>();
-      for (const pid of before.owned) {
-        if (!foreign.has(pid)) seen.add(pid);
-        else if (engine.kill(pid)) killed.pidns += 1;
-      }
-      engine.checkAbort();
-      helperRan = await runInCohort();
-      const after = killSweep(uid);
-      lastWalk = after;
-      if (helperRan) {
-        const stillAlive = new Set(after.alive.filter((proc) => !proc.dying).map((proc) => proc.pid));
-        for (const pid of seen) if (!stillAlive.has(pid)) killed.inCohort += 1;
-      }
-      // Processes with SIGKILL pending may still be in the kernel's exit work (which, for
-      // thousands of them, takes longer than everything else here): none of them runs again,
-      // so they do not hold the proof back. The caller waits for their exit where it matters
-      // (a uid lease, a cgroup removal).
-      sweepClean = after.complete && after.alive.every((proc) => proc.dying);
-    }
     let groupEmpty = true;
-    if (group !== undefined) {
-      try {
-        lastGroupLive = await bounded(engine.liveGroupMembers(group), 'pids()');
-        groupEmpty = lastGroupLive.length === 0;
-      } catch (error) {
-        note(`group ${group.name}: cannot list members: ${errorText(error)}`);
-        groupEmpty = false;
+    await killGroup(uid !== undefined); // settles without throwing; a hold is thawed below
+    const skip = new Set(hold?.members);
+    const held = hold === undefined ? undefined : skip;
+    try {
+      killInit();
+      if (uid !== undefined) {
+        const before = engine.scanOwned(uid, skip);
+        const foreign = new Set(before.foreign);
+        const seen = new Set<number>();
+        for (const pid of before.owned) {
+          if (!foreign.has(pid)) seen.add(pid);
+          else if (engine.kill(pid)) killed.pidns += 1;
+        }
+        engine.checkAbort();
+        helperRan = await runInCohort();
+        const after = killSweep(uid, skip);
+        lastWalk = after;
+        if (helperRan) {
+          const stillAlive = new Set(after.alive.filter((proc) => !proc.dying).map((proc) => proc.pid));
+          for (const pid of seen) if (!stillAlive.has(pid)) killed.inCohort += 1;
+        }
+        // Processes with SIGKILL pending may still be in the kernel's exit work (which, for
+        // thousands of them, takes longer than everything else here): none of them runs again,
+        // so they do not hold the proof back. The caller waits for their exit where it matters
+        // (a uid lease, a cgroup removal).
+        sweepClean = after.complete && after.alive.every((proc) => proc.dying);
       }
+      if (group !== undefined) {
+        try {
+          lastGroupLive = await bounded(liveMembers(held, group), 'pids()');
+          groupEmpty = lastGroupLive.length === 0;
+        } catch (error) {
+          note(`group ${group.name}: cannot list members: ${errorText(error)}`);
+          groupEmpty = false;
+        }
+      }
+    } finally {
+      thawHeld();
     }
     recheckInit();
     const proven = (uid === undefined || (helperRan && sweepClean)) && groupEmpty && initGone;
     const now = engine.now();
     if (proven) {
-      const dying = lastWalk?.alive.length ?? 0;
+      const dying = (lastWalk?.alive.length ?? 0) + skip.size;
       const left = options.awaitExit === true && uid !== undefined ? await awaitExits(uid) : 0;
       const end = engine.now();
       return {
@@ -538,7 +593,7 @@ export async function runReap(
   }
 
   // Deadline: one last kill of everything visible, then report what is still alive.
-  await killGroup();
+  await killGroup(false);
   killInit();
   const survivors: RecordedProcess[] = [];
   if (uid !== undefined) {

@@ -338,7 +338,7 @@ class SandboxImpl implements Sandbox {
     this.handle = {
       uid: this.uid,
       workDir: this.workDir,
-      group: { name: group.name, killAll: () => group.killAll(), pids: () => group.pids() },
+      group: { name: group.name, killAll: (options) => group.killAll(options), pids: () => group.pids() },
     };
     const files = passwdFiles(this.userName, this.uid, this.studentWorkDir, bins.bash);
     writeFileSync(path.join(this.dir, 'passwd'), files.passwd, { mode: 0o644 });

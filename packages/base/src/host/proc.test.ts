@@ -132,6 +132,13 @@ describe('processesOfUid', () => {
     const walk = processesOfUid(1001, root);
     expect(walk.complete).toBe(true);
     expect(walk.alive.map((p) => p.pid).sort()).toEqual([10, 11, 12, 14, 15]);
+    // Pids the caller already knows are not read: an unreadable one then does not spoil the walk.
+    fs.rmSync(path.join(root, '11', 'status'));
+    fs.mkdirSync(path.join(root, '11', 'status'));
+    expect(processesOfUid(1001, root).complete).toBe(false);
+    const skipping = processesOfUid(1001, root, new Set([11, 12]));
+    expect(skipping.complete).toBe(true);
+    expect(skipping.alive.map((p) => p.pid).sort()).toEqual([10, 14, 15]);
   });
 
   it('skips zombies but keeps a zombie leader whose other threads still run', () => {

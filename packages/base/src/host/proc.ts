@@ -358,6 +358,8 @@ function hasLiveThreads(procRoot: string, pid: number): boolean {
   return false;
 }
 
+const NO_PIDS: ReadonlySet<number> = new Set();
+
 /**
  * Walk /proc once and list the live processes of `uid`: those holding it as their real,
  * effective, saved set or filesystem uid. Any of the four is enough to act as the uid (a saved
@@ -367,8 +369,15 @@ function hasLiveThreads(procRoot: string, pid: number): boolean {
  * Zombies are not alive (they run nothing); a zombie leader whose other threads run is. An
  * entry that vanished between readdir and the read is a process that exited: not alive, and
  * the walk goes on. Any other failure makes the walk incomplete, never clean.
+ *
+ * Pids in `skip` are not read (nor listed): the caller knows them already, as the reaper
+ * knows the members of a group it holds frozen and killed.
  */
-export function processesOfUid(uid: number, procRoot = '/proc'): UidWalk {
+export function processesOfUid(
+  uid: number,
+  procRoot = '/proc',
+  skip: ReadonlySet<number> = NO_PIDS,
+): UidWalk {
   let entries: string[];
   try {
     entries = numericEntries(procRoot);
@@ -384,6 +393,7 @@ export function processesOfUid(uid: number, procRoot = '/proc'): UidWalk {
   let vanished = 0;
   let problem: string | undefined;
   for (const entry of entries) {
+    if (skip.size > 0 && skip.has(Number(entry))) continue;
     let text: string | undefined;
     try {
       text = readProcFile(`${procRoot}/${entry}/status`);

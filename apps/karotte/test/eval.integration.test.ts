@@ -306,11 +306,9 @@ describe('karotte eval (contract section 16)', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       const running = runDirs().filter((dir) => {
         const transcript = path.join(dir, 'transcript.jsonl');
-        return (
-          !fs.existsSync(path.join(dir, 'result.json')) &&
-          fs.existsSync(transcript) &&
-          fs.readFileSync(transcript, 'utf8').includes('"type":"tool_call"')
-        );
+        if (fs.existsSync(path.join(dir, 'result.json')) || !fs.existsSync(transcript)) return false;
+        const text = fs.readFileSync(transcript, 'utf8');
+        return text.includes('"type":"tool_call"') && !text.includes('"type":"step_ended"');
       });
       if (resultDirs().length >= 2 && running.length > 0) break;
     }
@@ -325,14 +323,18 @@ describe('karotte eval (contract section 16)', () => {
     // What the kill left: results kept as they are, and the killed episodes' sandboxes alive.
     const kept = new Map(done.map((dir) => [dir, fs.readFileSync(path.join(dir, 'result.json'), 'utf8')]));
     const inodes = new Map(done.map((dir) => [dir, fs.statSync(path.join(dir, 'result.json')).ino]));
+    // An episode tears its sandbox down after its step ended and before its result exists: one
+    // killed in that gap has no result and no lease. The orphans are those whose step was still
+    // open.
     const orphanUids = partial.flatMap((dir) => {
       const text = fs.readFileSync(path.join(dir, 'transcript.jsonl'), 'utf8');
-      const event = text
+      const events = text
         .split('\n')
         .filter(Boolean)
-        .map((line) => JSON.parse(line) as Record<string, unknown>)
-        .find((e) => e['type'] === 'network_checked');
-      return event === undefined ? [] : [event['uid'] as number];
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const event = events.find((e) => e['type'] === 'network_checked');
+      if (event === undefined || events.some((e) => e['type'] === 'step_ended')) return [];
+      return [event['uid'] as number];
     });
     expect(orphanUids.length).toBeGreaterThan(0);
     const leased = (uid: number): boolean =>

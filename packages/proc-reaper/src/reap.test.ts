@@ -21,7 +21,6 @@ interface Script {
   /** Pre-scan results in order; the last repeats. */
   scans?: OwnedScan[];
   init?: (InitView | undefined)[];
-  groupLive?: number[][];
   /** Pids isRunnable() says can run. */
   runnable?: number[];
 }
@@ -41,7 +40,6 @@ function fakeEngine(script: Script) {
   let walkCalls = 0;
   let scanCalls = 0;
   let initCalls = 0;
-  let groupCalls = 0;
   const skipped: (number[] | undefined)[] = [];
   const pick = <T>(list: T[] | undefined, index: number, fallback: T): T =>
     list === undefined || list.length === 0 ? fallback : (list[Math.min(index, list.length - 1)] ?? fallback);
@@ -74,10 +72,6 @@ function fakeEngine(script: Script) {
       return Promise.resolve(pick(script.helper, helperCalls++, CONFIRMED));
     },
     inspectInit: () => pick(script.init, initCalls++, undefined),
-    liveGroupMembers: () => {
-      log.push('group-members');
-      return Promise.resolve(pick(script.groupLive, groupCalls++, []));
-    },
     isRunnable: (pid) => {
       log.push(`runnable? ${pid}`);
       return script.runnable?.includes(pid) ?? false;
@@ -88,7 +82,8 @@ function fakeEngine(script: Script) {
   return { engine, log, killedPids, skipped };
 }
 
-function fakeGroup(log: string[], fail = false): KillableGroup {
+function fakeGroup(log: string[], fail = false, members: number[][] = []): KillableGroup {
+  let reads = 0;
   return {
     name: 'karotte-fake',
     killAll: (): Promise<GroupKillResult> => {
@@ -97,7 +92,10 @@ function fakeGroup(log: string[], fail = false): KillableGroup {
         ? Promise.reject(new Error('freezer did not freeze'))
         : Promise.resolve({ mechanism: 'freeze-kill-thaw', signalled: 3 });
     },
-    pids: () => Promise.resolve([]),
+    pids: () => {
+      log.push('group-members');
+      return Promise.resolve(members[Math.min(reads++, members.length - 1)] ?? []);
+    },
   };
 }
 
@@ -194,10 +192,10 @@ describe('runReap', () => {
   });
 
   it('waits until the group has no live member', async () => {
-    const { engine } = fakeEngine({ groupLive: [[11, 12], [12], []] });
+    const { engine } = fakeEngine({ runnable: [11, 12] });
     const log: string[] = [];
     const record = await runReap(
-      { uid: 5000, group: fakeGroup(log), pidNamespaceInitPid: undefined },
+      { uid: 5000, group: fakeGroup(log, false, [[11, 12], [12], []]), pidNamespaceInitPid: undefined },
       OPTIONS,
       engine,
     );

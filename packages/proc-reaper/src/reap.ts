@@ -170,7 +170,6 @@ export interface ReapEngine {
   kill(pid: number): boolean;
   runInCohort(): Promise<HelperOutcome>;
   inspectInit(pid: number): InitView | undefined;
-  liveGroupMembers(group: KillableGroup): Promise<number[]>;
   /** Alive, zombies aside, and without SIGKILL pending. */
   isRunnable(pid: number): boolean;
   /** Members that have not exited (zombies aside), dying ones included. */
@@ -228,7 +227,6 @@ export async function reap(target: ReapTarget, options: ReapOptions = {}): Promi
     kill: killPid,
     runInCohort: () => runHelper(helperArgv!, parsed.helperTimeoutMs),
     inspectInit: (pid) => inspectInit(pid, ownPidNamespace),
-    liveGroupMembers: async (killable) => (await killable.pids()).filter((pid) => isProcessRunnable(pid)),
     isRunnable: (pid) => isProcessRunnable(pid),
     groupMembers: async (killable) => (await killable.pids()).filter((pid) => isProcessLive(pid)),
     checkAbort: () => {
@@ -410,8 +408,9 @@ export async function runReap(
     held: ReadonlySet<number> | undefined,
     killable: KillableGroup,
   ): Promise<number[]> => {
-    if (held === undefined) return engine.liveGroupMembers(killable);
-    const now = new Set(await killable.pids());
+    const members = await killable.pids();
+    if (held === undefined) return members.filter((pid) => engine.isRunnable(pid));
+    const now = new Set(members);
     const changed = [
       ...[...now].filter((pid) => !held.has(pid)),
       ...[...held].filter((pid) => !now.has(pid)),

@@ -178,9 +178,11 @@ describe('karotte run (contract sections 2 to 6)', () => {
     const r = run(path.join(examples, name), path.join(examples, name, 'control.json'), out, ['--progress']);
     // stderr holds progress lines only: the sandbox, each call as it starts and ends, collect, grade.
     const progress = r.stderr.split('\n').filter(Boolean);
+    // On a failure, say why (the CLI's summary names the misbehavior), not only the progress line.
+    const why = `${r.stdout}${JSON.stringify(r.transcript.find((e) => e['type'] === 'reaped') ?? null).slice(0, 3000)}`;
     for (const line of progress) expect(line).toMatch(/^\[(sandbox|call \d+|collect|grade)\] /);
     expect(progress[0]).toMatch(/^\[sandbox\] ready: uid \d+ \(/);
-    expect(progress.at(-1)).toMatch(/^\[grade\] passed score=1 \(collect \d+ ms, grade [\d.]+ m?s\)$/);
+    expect(progress.at(-1), why).toMatch(/^\[grade\] passed score=1 \(collect \d+ ms, grade [\d.]+ m?s\)$/);
     expect(r.status).toBe(0);
     expect(r.result).toMatchObject({ taskId: name, status: 'passed', score: 1, misbehavior: [] });
     expect(typeof (r.result['sandbox'] as { uid: unknown }).uid).toBe('number');
@@ -192,6 +194,45 @@ describe('karotte run (contract sections 2 to 6)', () => {
       expect(types).toContain(t);
     expect(r.transcript.map((e) => e['seq'])).toEqual(r.transcript.map((_, i) => i));
     assertNothingLeft((r.result['sandbox'] as { uid: unknown }).uid, r.pid);
+  });
+
+  it('a replay run loads neither the OpenAI SDK, execa nor file-type (each loads when first used)', () => {
+    // A module hook in the CLI's own process lists every module it loads.
+    const hook = [
+      "import { registerHooks } from 'node:module';",
+      'const loaded = [];',
+      'registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });',
+      "process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify(loaded) + '\\n'));",
+    ].join('\n');
+    const task = path.join(examples, 'quarterly-revenue');
+    const out = tmp('modules');
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        `data:text/javascript,${encodeURIComponent(hook)}`,
+        cli,
+        'run',
+        '--task',
+        task,
+        '--agent',
+        'replay',
+        '--replay',
+        path.join(task, 'control.json'),
+        '--out',
+        out,
+      ],
+      { encoding: 'utf8', timeout: 180_000 },
+    );
+    expect(child.status, child.stderr).toBe(0);
+    expect(readOut(out).result).toMatchObject({ status: 'passed', score: 1 });
+    const line = child.stderr.split('\n').find((l) => l.startsWith('LOADED '));
+    expect(line, child.stderr).toBeDefined();
+    const loaded = JSON.parse(line!.slice('LOADED '.length)) as string[];
+    // The hook sees the episode's modules (the packages are there), and none of the three.
+    expect(loaded.some((url) => url.includes('/packages/sandbox/'))).toBe(true);
+    for (const name of ['openai', 'execa', 'file-type'])
+      expect(loaded.filter((url) => url.includes(`/node_modules/${name}/`))).toEqual([]);
   });
 
   it("a wrong answer fails with score 0 and exit 0, and says why (the grader's reason) and what ran", () => {

@@ -90,6 +90,47 @@ describe('episodes', () => {
     expect(fs.readdirSync(path.join(imageDir, 'images'))).toEqual([]);
   });
 
+  it('a member left holding a quota file open: remove() takes the group first, then the quota unmounts cleanly', async () => {
+    const uid = testUid();
+    const episode = await createEpisodeLimits({
+      group: { stateDir, memoryBytes: 64 * MiB, pids: 32 },
+      quota: { ownerUid: uid, imageDir, pollMs: 0, bytes: 16 * MiB, inodes: 256 },
+    });
+    cleanups.push(async () => {
+      await killUid(uid);
+      await episode.remove().catch(() => undefined);
+    });
+    const quota = episode.quota!;
+    // Inside the group, as the uid, with a file of the quota open and its cwd there.
+    const child = spawn(
+      episode.group.launchPrefix()[0]!,
+      [
+        ...episode.group.launchPrefix().slice(1),
+        '/usr/bin/setpriv',
+        '--reuid',
+        String(uid),
+        '--regid',
+        String(uid),
+        '--clear-groups',
+        '--',
+        '/bin/sh',
+        '-c',
+        'exec 3>held; echo ready; exec sleep 600',
+      ],
+      { cwd: quota.path, stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+    expect(await episode.group.pids()).toContain(child.pid);
+    await episode.remove();
+    await exited;
+    for (const dir of episode.group.dirs) expect(fs.existsSync(dir)).toBe(false);
+    expect(isMounted(quota.path)).toBe(false);
+    // Not a lazy unmount: the device went with it, the member's file was closed first.
+    expect(loopDevicesBacking(quota.image)).toEqual([]);
+    expect(fs.existsSync(quota.image)).toBe(false);
+  });
+
   it('a failed half is rolled back: a bad quota leaves no group behind', async () => {
     const name = `karotte-test-${process.pid}-rollback`;
     // An image directory writable by others is refused (its records could be forged).

@@ -39,7 +39,11 @@ export interface EpisodeLimits {
   readonly quota: Quota | null;
   /** Events of both, in order of first sight. */
   events(): Promise<LimitEvent[]>;
-  /** Remove both (the group first: its processes may hold quota files open). */
+  /**
+   * Remove both: at once when the group is empty (both are tried even when one fails; the
+   * first error is thrown, and a later call retries only what failed), the group first when a
+   * member is left (its processes may hold quota files open).
+   */
   remove(): Promise<{ events: LimitEvent[] }>;
 }
 
@@ -101,8 +105,22 @@ class Episode implements EpisodeLimits {
   }
 
   async remove(): Promise<{ events: LimitEvent[] }> {
-    const groupRemoval = await this.group.remove();
-    const quotaRemoval = this.quota === null ? { events: [] } : await this.quota.remove();
-    return { events: [...groupRemoval.events, ...quotaRemoval.events].sort((a, b) => a.atMs - b.atMs) };
+    const quota = this.quota;
+    if (quota === null) return { events: (await this.group.remove()).events };
+    let removals: [{ events: LimitEvent[] }, { events: LimitEvent[] }];
+    if ((await this.group.pids()).length > 0) {
+      // A live member may hold a quota file open: the group goes first (its removal kills and
+      // drains it), and the quota only once it is gone.
+      const group = await this.group.remove();
+      removals = [group, await quota.remove()];
+    } else {
+      // An empty group (the usual case, after a reap) and the quota are independent: removed
+      // at once, each tried whatever the other did; a later call retries only what failed.
+      const [group, quotaRemoval] = await Promise.allSettled([this.group.remove(), quota.remove()]);
+      if (group.status === 'rejected') throw group.reason;
+      if (quotaRemoval.status === 'rejected') throw quotaRemoval.reason;
+      removals = [group.value, quotaRemoval.value];
+    }
+    return { events: [...removals[0].events, ...removals[1].events].sort((a, b) => a.atMs - b.atMs) };
   }
 }

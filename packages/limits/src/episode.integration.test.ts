@@ -120,7 +120,11 @@ describe('episodes', () => {
       { cwd: quota.path, stdio: ['ignore', 'pipe', 'ignore'] },
     );
     const exited = new Promise((resolve) => child.on('exit', resolve));
-    await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+    await new Promise<void>((resolve) => {
+      child.stdout.once('data', () => {
+        resolve();
+      });
+    });
     expect(await episode.group.pids()).toContain(child.pid);
     await episode.remove();
     await exited;

@@ -101,13 +101,31 @@ export function createEnvironmentClient(options: EnvironmentClientOptions): Envi
       : { socketPath: o.socketPath, path: pathname, agent };
   }
 
-  function request(method: string, pathname: string, body?: unknown) {
+  /**
+   * One request. A kept-alive socket the server closed (its keep-alive timeout) just as this
+   * request went out fails with ECONNRESET or EPIPE before any answer: the server never read it,
+   * so it is sent once more on a fresh socket (Node.js's `reusedSocket` advice). A request on a
+   * fresh socket, or one that got an answer, is never resent.
+   */
+  async function request(method: string, pathname: string, body?: unknown) {
+    try {
+      return await requestOnce(method, pathname, body);
+    } catch (error) {
+      if (!(error instanceof StaleSocketError)) throw error;
+      return requestOnce(method, pathname, body, true);
+    }
+  }
+
+  function requestOnce(method: string, pathname: string, body: unknown, fresh = false) {
     return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: unknown }>(
       (resolve, reject) => {
         const text = body === undefined ? undefined : JSON.stringify(body);
+        let answered = false;
         const req = http.request(
           {
             ...target(pathname),
+            // The resend takes a new connection: the pool may hold more sockets the server closed.
+            ...(fresh ? { agent: false } : {}),
             method,
             headers: {
               authorization: `Bearer ${o.token}`,
@@ -117,6 +135,7 @@ export function createEnvironmentClient(options: EnvironmentClientOptions): Envi
             },
           },
           (res) => {
+            answered = true;
             const chunks: Buffer[] = [];
             res.on('data', (c: Buffer) => chunks.push(c));
             res.on('end', () => {
@@ -133,7 +152,11 @@ export function createEnvironmentClient(options: EnvironmentClientOptions): Envi
             res.on('error', reject);
           },
         );
-        req.on('error', reject);
+        req.on('error', (error: NodeJS.ErrnoException) => {
+          const stale =
+            !answered && req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
+          reject(stale ? new StaleSocketError(error) : error);
+        });
         req.end(text);
       },
     );
@@ -223,4 +246,11 @@ export function createEnvironmentClient(options: EnvironmentClientOptions): Envi
     run: (id, body) => call('POST', `${episode(id)}/run`, body),
     events,
   };
+}
+
+/** A request lost on a kept-alive socket the server had closed: resent once (see `request`). */
+class StaleSocketError extends Error {
+  constructor(readonly original: NodeJS.ErrnoException) {
+    super(original.message, { cause: original });
+  }
 }

@@ -226,3 +226,28 @@ export function bashMessage(id: string, command: string): Record<string, unknown
     ],
   };
 }
+
+const LOADED_PREFIX = 'LOADED ';
+
+/**
+ * Node.js arguments that make a process list every module it loads (a `registerHooks` load
+ * hook, imported first), printed to stderr as it exits; {@link loadedModules} reads the list.
+ */
+export const LIST_LOADED_MODULES: readonly string[] = [
+  '--import',
+  `data:text/javascript,${encodeURIComponent(
+    [
+      "import { registerHooks } from 'node:module';",
+      'const loaded = [];',
+      'registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });',
+      `process.on('exit', () => process.stderr.write(${JSON.stringify(LOADED_PREFIX)} + JSON.stringify(loaded) + '\\n'));`,
+    ].join('\n'),
+  )}`,
+];
+
+/** The module URLs a process run with {@link LIST_LOADED_MODULES} loaded; throws when it printed none. */
+export function loadedModules(stderr: string): string[] {
+  const line = stderr.split('\n').find((l) => l.startsWith(LOADED_PREFIX));
+  if (line === undefined) throw new Error(`no module list on stderr: ${stderr.slice(-2000)}`);
+  return JSON.parse(line.slice(LOADED_PREFIX.length)) as string[];
+}

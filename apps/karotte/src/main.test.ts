@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from './main.js';
 import { VERSION } from './version.js';
+import { LIST_LOADED_MODULES, loadedModules } from '../../../test/support/index.js';
 
 function capture(): { io: Parameters<typeof main>[1]; out: () => string; err: () => string } {
   let out = '';
@@ -49,27 +50,14 @@ describe('karotte main', () => {
 describe('npm run --silent karotte (contract section 1)', () => {
   const root = path.resolve(import.meta.dirname, '../../..');
   it('the built bin loads neither zod nor a package for --version (each command loads its own)', () => {
-    // A module hook in the bin's own process lists what loads.
-    const hook = [
-      "import { registerHooks } from 'node:module';",
-      'const loaded = [];',
-      'registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });',
-      "process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify(loaded) + '\\n'));",
-    ].join('\n');
     const cli = path.join(root, 'apps', 'karotte', 'dist', 'cli.js');
-    const loadedBy = (args: string[]): string[] => {
-      const r = spawnSync(
-        process.execPath,
-        ['--import', `data:text/javascript,${encodeURIComponent(hook)}`, cli, ...args],
-        { encoding: 'utf8' },
+    const loadedBy = (args: string[]): string[] =>
+      loadedModules(
+        spawnSync(process.execPath, [...LIST_LOADED_MODULES, cli, ...args], { encoding: 'utf8' }).stderr,
       );
-      const line = r.stderr.split('\n').find((l) => l.startsWith('LOADED '));
-      expect(line, r.stderr).toBeDefined();
-      return JSON.parse(line!.slice('LOADED '.length)) as string[];
-    };
     const heavy = (url: string): boolean => url.includes('/zod/') || url.includes('/packages/');
     expect(loadedBy(['--version']).filter(heavy)).toEqual([]);
-    // The hook does see them when a command needs them.
+    // The list does hold them when a command needs them.
     const task = path.join(root, 'apps', 'karotte', 'examples', 'quarterly-revenue');
     expect(loadedBy(['validate', '--task', task]).filter(heavy).length).toBeGreaterThan(0);
   });

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_SANDBOX_STATE_DIR, listLeases } from '@karotte/sandbox';
-import { pidsOfUid } from '../../../test/support/index.js';
+import { LIST_LOADED_MODULES, loadedModules, pidsOfUid } from '../../../test/support/index.js';
 import { npmCommand } from '../../../scripts/tools.mjs';
 
 const app = path.resolve(import.meta.dirname, '..');
@@ -50,11 +50,33 @@ interface Run {
   transcript: Record<string, unknown>[];
 }
 
-/** `karotte run` with stderr a pipe (so no progress unless `extra` holds --progress). */
-function run(task: string, replay: string, out: string, extra: readonly string[] = []): Run {
+/**
+ * `karotte run` with stderr a pipe (so no progress unless `extra` holds --progress); `nodeArgs`
+ * go to Node.js, before the CLI.
+ */
+function run(
+  task: string,
+  replay: string,
+  out: string,
+  extra: readonly string[] = [],
+  nodeArgs: readonly string[] = [],
+): Run {
   const child = spawnSync(
     process.execPath,
-    [cli, 'run', '--task', task, '--agent', 'replay', '--replay', replay, '--out', out, ...extra],
+    [
+      ...nodeArgs,
+      cli,
+      'run',
+      '--task',
+      task,
+      '--agent',
+      'replay',
+      '--replay',
+      replay,
+      '--out',
+      out,
+      ...extra,
+    ],
     {
       encoding: 'utf8',
       timeout: 180_000,
@@ -197,39 +219,12 @@ describe('karotte run (contract sections 2 to 6)', () => {
   });
 
   it('a replay run loads neither the OpenAI SDK, execa nor file-type (each loads when first used)', () => {
-    // A module hook in the CLI's own process lists every module it loads.
-    const hook = [
-      "import { registerHooks } from 'node:module';",
-      'const loaded = [];',
-      'registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });',
-      "process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify(loaded) + '\\n'));",
-    ].join('\n');
     const task = path.join(examples, 'quarterly-revenue');
-    const out = tmp('modules');
-    const child = spawnSync(
-      process.execPath,
-      [
-        '--import',
-        `data:text/javascript,${encodeURIComponent(hook)}`,
-        cli,
-        'run',
-        '--task',
-        task,
-        '--agent',
-        'replay',
-        '--replay',
-        path.join(task, 'control.json'),
-        '--out',
-        out,
-      ],
-      { encoding: 'utf8', timeout: 180_000 },
-    );
-    expect(child.status, child.stderr).toBe(0);
-    expect(readOut(out).result).toMatchObject({ status: 'passed', score: 1 });
-    const line = child.stderr.split('\n').find((l) => l.startsWith('LOADED '));
-    expect(line, child.stderr).toBeDefined();
-    const loaded = JSON.parse(line!.slice('LOADED '.length)) as string[];
-    // The hook sees the episode's modules (the packages are there), and none of the three.
+    const r = run(task, path.join(task, 'control.json'), tmp('modules'), [], LIST_LOADED_MODULES);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.result).toMatchObject({ status: 'passed', score: 1 });
+    const loaded = loadedModules(r.stderr);
+    // The list holds the episode's modules (the packages are there), and none of the three.
     expect(loaded.some((url) => url.includes('/packages/sandbox/'))).toBe(true);
     for (const name of ['openai', 'execa', 'file-type'])
       expect(loaded.filter((url) => url.includes(`/node_modules/${name}/`))).toEqual([]);

@@ -8,7 +8,7 @@ import { build } from 'esbuild';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { identityOf, MiB } from '@karotte/base';
 import { rawText } from '../../../scripts/tsup-raw-text.mjs';
-import { killUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
+import { asUid, killUid, tempDir, testUid, waitFor } from '../../../test/support/index.js';
 import { createEpisodeLimits } from './episode.js';
 import type { EpisodeLimits } from './episode.js';
 import { createGroup } from './group.js';
@@ -106,16 +106,7 @@ describe('episodes', () => {
       episode.group.launchPrefix()[0]!,
       [
         ...episode.group.launchPrefix().slice(1),
-        '/usr/bin/setpriv',
-        '--reuid',
-        String(uid),
-        '--regid',
-        String(uid),
-        '--clear-groups',
-        '--',
-        '/bin/sh',
-        '-c',
-        'exec 3>held; echo ready; exec sleep 600',
+        ...asUid(uid, ['/bin/sh', '-c', 'exec 3>held; echo ready; exec sleep 600']),
       ],
       { cwd: quota.path, stdio: ['ignore', 'pipe', 'ignore'] },
     );

@@ -107,20 +107,20 @@ class Episode implements EpisodeLimits {
   async remove(): Promise<{ events: LimitEvent[] }> {
     const quota = this.quota;
     if (quota === null) return { events: (await this.group.remove()).events };
-    let removals: [{ events: LimitEvent[] }, { events: LimitEvent[] }];
+    let removals: { events: LimitEvent[] }[];
     if ((await this.group.pids()).length > 0) {
       // A live member may hold a quota file open: the group goes first (its removal kills and
       // drains it), and the quota only once it is gone.
-      const group = await this.group.remove();
-      removals = [group, await quota.remove()];
+      removals = [await this.group.remove(), await quota.remove()];
     } else {
       // An empty group (the usual case, after a reap) and the quota are independent: removed
       // at once, each tried whatever the other did; a later call retries only what failed.
-      const [group, quotaRemoval] = await Promise.allSettled([this.group.remove(), quota.remove()]);
-      if (group.status === 'rejected') throw group.reason;
-      if (quotaRemoval.status === 'rejected') throw quotaRemoval.reason;
-      removals = [group.value, quotaRemoval.value];
+      const settled = await Promise.allSettled([this.group.remove(), quota.remove()]);
+      removals = settled.map((r) => {
+        if (r.status === 'rejected') throw r.reason;
+        return r.value;
+      });
     }
-    return { events: [...removals[0].events, ...removals[1].events].sort((a, b) => a.atMs - b.atMs) };
+    return { events: removals.flatMap((r) => r.events).sort((a, b) => a.atMs - b.atMs) };
   }
 }

@@ -55,3 +55,5 @@ export {
   processesOfUid,
 } from './host/proc.js';
 export type { ProcessStat, ProcessStatus, ProcessIdentity, UidProcess, UidWalk } from './host/proc.js';
+export { runProgram, createSpawner } from './host/spawner.js';
+export type { RunProgramOptions, ProgramResult, Spawner } from './host/spawner.js';

@@ -8,7 +8,7 @@
 //
 // No compiler is assumed, so the helper is trusted binaries only: `setpriv` (util-linux)
 // drops to the uid, then `/bin/sh` runs a constant loop of its builtin `kill -9 -1`.
-import { spawn } from 'node:child_process';
+import { SystemError, runProgram } from '@karotte/base';
 import inCohortScript from './programs/in-cohort.sh?raw';
 
 /** A constant script (programs/in-cohort.sh): all variable data is a positional argument ($1 = rounds). */
@@ -70,59 +70,37 @@ const KILL_GRACE_MS = 2000;
 /**
  * Run a helper argv with a bounded wait. Resolves with the outcome; never rejects and never
  * waits longer than `timeoutMs + KILL_GRACE_MS`. The helper gets an empty environment (it
- * needs none and must not see the harness's), no stdin, and its own piped stdout/stderr.
+ * needs none and must not see the harness's), stdin /dev/null, and its own stdout and stderr
+ * pipes. It is started through `@karotte/base`'s runProgram (a small spawner process forks it,
+ * not the harness), from the harness's own cgroup either way.
+ *
+ * Why SIGKILL from outside after `timeoutMs`: the helper runs as the student, so the student
+ * may SIGSTOP it (or it may be starved); root ends it after the bound whatever its state.
  */
-export function runHelper(argv: readonly string[], timeoutMs: number): Promise<HelperOutcome> {
-  const [file, ...args] = argv;
-  return new Promise((resolve) => {
-    let settled = false;
-    const finish = (outcome: HelperOutcome): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      clearTimeout(graceTimer);
-      resolve(outcome);
+export async function runHelper(argv: readonly string[], timeoutMs: number): Promise<HelperOutcome> {
+  let result;
+  try {
+    result = await runProgram(argv, {
+      timeoutMs,
+      killGraceMs: KILL_GRACE_MS,
+      maxOutputBytes: MAX_CAPTURE_BYTES,
+    });
+  } catch (error) {
+    const errno = SystemError.isInstance(error) ? error.errno : undefined;
+    return {
+      status: 'spawn_failed',
+      errno: errno ?? 'UNKNOWN',
+      message: error instanceof Error ? error.message : String(error),
     };
-    let timedOut = false;
-    let graceTimer: NodeJS.Timeout | undefined;
-    let stdout = '';
-    let stderr = '';
-    const child = spawn(file!, args, { env: {}, stdio: ['ignore', 'pipe', 'pipe'], cwd: '/' });
-    child.stdout.setEncoding('latin1');
-    child.stderr.setEncoding('latin1');
-    child.stdout.on('data', (chunk: string) => {
-      if (stdout.length < MAX_CAPTURE_BYTES) stdout += chunk;
-    });
-    child.stderr.on('data', (chunk: string) => {
-      if (stderr.length < MAX_CAPTURE_BYTES) stderr += chunk;
-    });
-    // Why SIGKILL from outside: the helper runs as the student, so the student may SIGSTOP
-    // it (or it may be starved); root ends it after the bound whatever its state.
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-      graceTimer = setTimeout(() => {
-        finish({ status: 'timed_out' });
-      }, KILL_GRACE_MS);
-    }, timeoutMs);
-    child.on('error', (error: NodeJS.ErrnoException) => {
-      finish({ status: 'spawn_failed', errno: error.code ?? 'UNKNOWN', message: error.message });
-    });
-    child.on('close', (code, signal) => {
-      if (timedOut) {
-        finish({ status: 'timed_out' });
-        return;
-      }
-      if (signal !== null) {
-        finish({ status: 'signalled', signal });
-        return;
-      }
-      const match = CONFIRMATION.exec(stdout);
-      if (code === 0 && match !== null) {
-        finish({ status: 'confirmed', rounds: Number(match[1]) });
-        return;
-      }
-      finish({ status: 'failed', exitCode: code ?? -1, stderr: stderr.slice(0, 512) });
-    });
-  });
+  }
+  if (result.stopped !== undefined) return { status: 'timed_out' };
+  if (result.signal !== null) return { status: 'signalled', signal: result.signal };
+  const stdout = result.stdout.toString('latin1');
+  const match = CONFIRMATION.exec(stdout);
+  if (result.exitCode === 0 && match !== null) return { status: 'confirmed', rounds: Number(match[1]) };
+  return {
+    status: 'failed',
+    exitCode: result.exitCode ?? -1,
+    stderr: result.stderr.toString('latin1').slice(0, 512),
+  };
 }

@@ -1,9 +1,8 @@
 // IPC objects outlive the processes that made them: SysV shared memory, semaphores and
 // message queues, and POSIX message queues. Reclaimed by trusted binaries (no compiler, and
 // Node has no shmctl/mq_unlink).
-import { spawn } from 'node:child_process';
 import { lstatSync, readFileSync } from 'node:fs';
-import { SystemError, isErrno, toSystemError } from '@karotte/base';
+import { SystemError, isErrno, runProgram, toSystemError } from '@karotte/base';
 import mqueueProgram from './programs/mqueue.pl?raw';
 
 /** A SysV IPC kind, as in /proc/sysvipc/<kind>. */
@@ -66,7 +65,6 @@ export function listSysvByCreator(uid: number, procRoot = '/proc'): SysvObject[]
 const IPCRM_FLAG: Record<SysvKind, string> = { shm: '-m', sem: '-s', msg: '-q' };
 const IDS_PER_CALL = 500;
 
-/** Result of one trusted command. */
 /** What a trusted command printed and how it ended. */
 export interface CommandResult {
   readonly exitCode: number | null;
@@ -77,40 +75,22 @@ export interface CommandResult {
 }
 
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
+const MAX_STDERR_CHARS = 8192;
 
-/** Run a trusted binary with an empty environment, bounded output and a bounded wait. */
-/** Run a trusted command with an empty environment, bounded in time and output. */
-export function runCommand(argv: readonly string[], timeoutMs: number): Promise<CommandResult> {
-  const [file, ...args] = argv;
-  return new Promise((resolve, reject) => {
-    const child = spawn(file!, args, { env: {}, stdio: ['ignore', 'pipe', 'pipe'], cwd: '/' });
-    const out: Buffer[] = [];
-    let outBytes = 0;
-    let stderr = '';
-    let timedOut = false;
-    child.stdout.on('data', (chunk: Buffer) => {
-      if (outBytes < MAX_OUTPUT_BYTES) {
-        out.push(chunk);
-        outBytes += chunk.length;
-      }
-    });
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => {
-      if (stderr.length < 8192) stderr += chunk;
-    });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, timeoutMs);
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      reject(toSystemError(error, `cannot run ${file}`));
-    });
-    child.on('close', (exitCode, signal) => {
-      clearTimeout(timer);
-      resolve({ exitCode, signal, stdout: Buffer.concat(out), stderr, timedOut });
-    });
-  });
+/**
+ * Run a trusted command with an empty environment, bounded in time and output (through
+ * `@karotte/base`'s runProgram: the harness does not fork).
+ */
+export async function runCommand(argv: readonly string[], timeoutMs: number): Promise<CommandResult> {
+  // A command that cannot start is a SystemError naming it (runProgram's).
+  const result = await runProgram(argv, { timeoutMs, maxOutputBytes: MAX_OUTPUT_BYTES });
+  return {
+    exitCode: result.exitCode,
+    signal: result.signal,
+    stdout: result.stdout,
+    stderr: result.stderr.toString('utf8').slice(0, MAX_STDERR_CHARS),
+    timedOut: result.stopped === 'timed out',
+  };
 }
 
 /**

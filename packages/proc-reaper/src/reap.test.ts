@@ -433,6 +433,36 @@ describe('runReap', () => {
     expect(confirmedReapRecordSchema.parse(JSON.parse(JSON.stringify(refused)))).toEqual(refused);
   });
 
+  it('with awaitExit, a proving sweep that found nothing at all is the first look (no walk again)', async () => {
+    const clean = fakeEngine({});
+    const record = await runReap(
+      { uid: 5000, group: undefined, pidNamespaceInitPid: undefined },
+      { ...OPTIONS, awaitExit: true },
+      clean.engine,
+    );
+    expect(record).toMatchObject({ confirmedEmpty: true, dying: 0 });
+    expect(clean.log.filter((entry) => entry === 'walk')).toHaveLength(1);
+    // A sweep that skipped held members (a frozen group's) saw only part of the uid: walked again.
+    const heldGroup: KillableGroup = {
+      name: 'held',
+      killAll: (options?: GroupKillOptions): Promise<GroupKillResult> =>
+        Promise.resolve({
+          mechanism: 'freeze-kill-thaw',
+          signalled: 1,
+          ...(options?.holdFrozen === true ? { hold: { members: [77], thaw: () => undefined } } : {}),
+        }),
+      pids: () => Promise.resolve([77]),
+    };
+    const held = fakeEngine({});
+    const heldRecord = await runReap(
+      { uid: 5000, group: heldGroup, pidNamespaceInitPid: undefined },
+      { ...OPTIONS, awaitExit: true },
+      held.engine,
+    );
+    expect(heldRecord.confirmedEmpty).toBe(true);
+    expect(held.log.filter((entry) => entry === 'walk')).toHaveLength(2);
+  });
+
   it('a process that can still run keeps the proof back even beside dying ones', async () => {
     const { engine, killedPids } = fakeEngine({
       walks: [

@@ -487,9 +487,13 @@ export async function runReap(
    * no process of the uid, no member of the group, the namespace init dead. How many are left
    * at the deadline.
    */
-  const awaitExits = async (forUid: number): Promise<number> => {
+  const awaitExits = async (forUid: number, proof: UidWalk | undefined): Promise<number> => {
+    // The sweep that just proved the pass found no process at all (none dying either): nothing
+    // of the uid is left to fork, so that walk is the first look too.
+    let reuse = proof !== undefined && proof.complete && proof.alive.length === 0 ? proof : undefined;
     for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
-      const walk = engine.walk(forUid);
+      const walk = reuse ?? engine.walk(forUid);
+      reuse = undefined;
       let left = walk.alive.length + (walk.complete ? 0 : 1);
       if (group !== undefined) {
         try {
@@ -559,7 +563,9 @@ export async function runReap(
     const now = engine.now();
     if (proven) {
       const dying = (lastWalk?.alive.length ?? 0) + skip.size;
-      const left = options.awaitExit === true && uid !== undefined ? await awaitExits(uid) : 0;
+      // A sweep that skipped the held members saw only part of the uid: looked at again.
+      const proof = skip.size === 0 ? lastWalk : undefined;
+      const left = options.awaitExit === true && uid !== undefined ? await awaitExits(uid, proof) : 0;
       const end = engine.now();
       return {
         tier: 'confirmed',

@@ -601,14 +601,12 @@ class SandboxImpl implements Sandbox {
   }
 
   /** Wait (bounded) until no process of the uid is left, zombies aside, and the init has exited. */
-  private async waitForExits(timeoutMs: number): Promise<void> {
+  /** Until the namespace init (root's process) has exited, or `timeoutMs`: then the checks after report it. */
+  private async waitForInitExit(timeoutMs: number): Promise<void> {
     const deadline = performance.now() + timeoutMs;
     const init = this.world?.initIdentity;
-    // A growing pause (2 to 50 ms): each look walks /proc, which competes with the exits.
-    for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
-      if (processesOfUid(this.uid).alive.length === 0 && (init === undefined || !isSameProcessAlive(init)))
-        return;
-      if (performance.now() > deadline) return; // the checks after this report what is left
+    for (let pause = 2; init !== undefined && isSameProcessAlive(init); pause = Math.min(pause * 2, 50)) {
+      if (performance.now() > deadline) return;
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
@@ -793,9 +791,11 @@ class SandboxImpl implements Sandbox {
       state.reap = await this.reap();
       if (!state.reap.confirmedEmpty)
         leftovers.push(`student processes of uid ${this.uid} survived the reap`);
-      // Confirmed means none can run again; what the kernel is still tearing down (SIGKILL
-      // pending) goes before the uid, its group and its IPC objects are let go.
-      else await this.waitForExits(this.options.reapDeadlineMs);
+      // Confirmed means none can run again, and reapStudent (awaitExit) has also seen every
+      // exit of the uid's processes: what the kernel was still tearing down is gone before the
+      // uid, its group and its IPC objects are let go. The namespace init is root's process,
+      // not the uid's: its exit is waited for here.
+      else await this.waitForInitExit(this.options.reapDeadlineMs);
     } catch (error) {
       leftovers.push(`reaping failed: ${errorText(error)}`);
       await this.world?.stop();

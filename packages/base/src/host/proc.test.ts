@@ -213,6 +213,18 @@ describe('processesOfUid', () => {
     expect(processesOfUid(1001, root).complete).toBe(false);
     expect(processesOfUid(1001, path.join(root, 'missing')).complete).toBe(false);
   });
+
+  it("settles another uid's process by its Uid line alone, and a malformed Uid line by the whole status", () => {
+    const root = fakeProc();
+    // Well-formed Uid line of another uid: not ours, whatever else the file holds.
+    addProcess(root, 60, `Name:\tother\nUid:\t1002\t1002\t1002\t1002\nState:\tgarbage`);
+    expect(processesOfUid(1001, root)).toMatchObject({ complete: true, alive: [] });
+    // A Uid line that cannot be read as four ids is never taken as "not ours".
+    addProcess(root, 61, 'Name:\tcut\nState:\tS (sleeping)\nUid:\t1001\t1001\n');
+    expect(processesOfUid(1001, root).complete).toBe(false);
+    addProcess(root, 62, status('mine', 'S', [0, 0, 0, 1001]));
+    expect(processesOfUid(1001, root, new Set([61])).alive.map((p) => p.pid)).toEqual([62]);
+  });
 });
 
 describe('isProcessLive', () => {

@@ -405,6 +405,9 @@ export function processesOfUid(
       vanished += 1;
       continue;
     }
+    // Most processes are someone else's: a well-formed Uid line without the uid settles it
+    // before the whole status is parsed.
+    if (uidLineLacks(text, uid)) continue;
     const status = parseProcessStatus(text);
     if (status === undefined) {
       problem ??= `garbled ${procRoot}/${entry}/status`;
@@ -431,6 +434,19 @@ export function processesOfUid(
   return problem === undefined
     ? { alive, complete: true, vanished }
     : { alive, complete: false, vanished, problem };
+}
+
+/** True when `text` (a status file) has a well-formed Uid line that does not name `uid`. */
+function uidLineLacks(text: string, uid: number): boolean {
+  const start = text.indexOf('\nUid:');
+  if (start < 0) return false;
+  const end = text.indexOf('\n', start + 5);
+  const fields = text
+    .slice(start + 5, end < 0 ? undefined : end)
+    .trim()
+    .split(/\s+/);
+  if (fields.length !== 4 || !fields.every((field) => /^\d+$/.test(field))) return false;
+  return !fields.some((field) => Number(field) === uid);
 }
 
 function describe(error: unknown): string {

@@ -1,5 +1,4 @@
-import { execFile } from 'node:child_process';
-import { toSystemError } from '@karotte/base';
+import { SystemError, runProgram, toSystemError } from '@karotte/base';
 
 /** True when `child` is `parent` or below it (plain path prefix on `/` boundaries). */
 export function isWithin(child: string, parent: string): boolean {
@@ -7,18 +6,21 @@ export function isWithin(child: string, parent: string): boolean {
   return child === parent || child.startsWith(`${parent}/`);
 }
 
-/** Run a trusted binary with fixed argv, bounded in time; throws a SystemError on failure. */
-export function runTrusted(file: string, args: readonly string[], timeoutMs = 10_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: timeoutMs, killSignal: 'SIGKILL', env: {} }, (error, _stdout, stderr) => {
-      if (error === null) resolve();
-      else
-        reject(
-          toSystemError(
-            Object.assign(error, { message: `${error.message} ${stderr}`.trim() }),
-            `${file} ${args.join(' ')}`,
-          ),
-        );
-    });
-  });
+/**
+ * Run a trusted binary with fixed argv, bounded in time; throws a SystemError on failure.
+ * Through `@karotte/base`'s runProgram (a small spawner process forks it, not the harness).
+ */
+export async function runTrusted(file: string, args: readonly string[], timeoutMs = 10_000): Promise<void> {
+  const what = `${file} ${args.join(' ')}`;
+  let result;
+  try {
+    result = await runProgram([file, ...args], { timeoutMs, maxOutputBytes: 64 * 1024 });
+  } catch (error) {
+    throw toSystemError(error, what);
+  }
+  if (result.stopped === undefined && result.exitCode === 0) return;
+  const how =
+    result.stopped ??
+    (result.exitCode === null ? `killed by ${result.signal ?? 'a signal'}` : `exited ${result.exitCode}`);
+  throw new SystemError(`${what}: ${how} ${result.stderr.toString('utf8').trim()}`.trim());
 }

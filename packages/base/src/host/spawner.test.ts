@@ -1,0 +1,255 @@
+// runProgram's two ways of starting a program, against real processes: the spawner (a Perl
+// process forks for this one) and the direct fallback (this process forks). Both must give a
+// program the same start and end it the same way; the spawner's own life (its death, its
+// close) is tested apart. No root needed.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../../test/support/index.js';
+import { BadArgumentError, SystemError } from '../errors.js';
+import { resolveTrustedBinary } from '../trusted-binary.js';
+import { createSpawner } from './spawner.js';
+import type { Spawner } from './spawner.js';
+
+const SH = resolveTrustedBinary('sh');
+const PERL = resolveTrustedBinary('perl');
+const made: string[] = [];
+const started: number[] = [];
+
+function tempDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-spawner-'));
+  made.push(dir);
+  return dir;
+}
+
+function alive(pid: number): boolean {
+  try {
+    const state = /^State:\s+(\S)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return state !== undefined && state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+/** The pid a test's script wrote to `file`, remembered so that afterEach can end it. */
+async function pidFrom(file: string): Promise<number> {
+  await waitFor(() => fs.existsSync(file) && fs.readFileSync(file, 'utf8').endsWith('\n'), 10_000, 5);
+  const pid = Number(fs.readFileSync(file, 'utf8'));
+  started.push(pid);
+  return pid;
+}
+
+afterEach(() => {
+  for (const pid of started.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone, as it should be
+    }
+  }
+  for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const spawners: Spawner[] = [];
+afterAll(async () => {
+  await Promise.all(spawners.map((spawner) => spawner.close()));
+});
+
+function make(perl: string | null): Spawner {
+  const spawner = createSpawner({ perl });
+  spawners.push(spawner);
+  return spawner;
+}
+
+describe.each([
+  ['through the spawner', PERL],
+  ['directly', null],
+] as const)('runProgram %s', (_, perl) => {
+  const spawner = make(perl);
+
+  it('runs in the given directory with the given environment alone, and reports its status and output', async () => {
+    const dir = tempDir();
+    const result = await spawner.run(
+      [SH, '-c', 'pwd; /usr/bin/env; echo "to stderr" >&2; exit 3', 'karotte-arg0'],
+      { timeoutMs: 10_000, cwd: dir, env: { ONLY: 'this=one', LC_ALL: 'C' } },
+    );
+    expect(spawner.mode).toBe(perl === null ? 'direct' : 'spawner');
+    expect(result.exitCode).toBe(3);
+    expect(result.signal).toBeNull();
+    expect(result.stopped).toBeUndefined();
+    const lines = result.stdout.toString().trim().split('\n');
+    expect(lines[0]).toBe(dir);
+    // sh exports PWD itself; nothing of this process's environment reaches the program.
+    expect(lines.slice(1).sort()).toEqual(['LC_ALL=C', 'ONLY=this=one', `PWD=${dir}`]);
+    expect(result.stderr.toString()).toBe('to stderr\n');
+    expect(result.stdoutBytes).toBe(result.stdout.length);
+  });
+
+  it('names the signal that ended it', async () => {
+    const result = await spawner.run([SH, '-c', 'kill -TERM $$; sleep 5'], { timeoutMs: 10_000 });
+    expect(result).toMatchObject({ exitCode: null, signal: 'SIGTERM', stopped: undefined });
+  });
+
+  it('starts it with stdin /dev/null, no signal ignored or blocked, SIGPIPE at its default', async () => {
+    // The program's own view (a shell's would change while it waits for a child).
+    const stdin = await spawner.run([resolveTrustedBinary('readlink'), '/proc/self/fd/0'], {
+      timeoutMs: 10_000,
+    });
+    expect(stdin.stdout.toString()).toBe('/dev/null\n');
+    const signals = await spawner.run(
+      [resolveTrustedBinary('grep'), '-E', '^Sig(Ign|Blk):', '/proc/self/status'],
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    expect(signals.stdout.toString()).toBe('SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n');
+    const pipe = await spawner.run([SH, '-c', 'yes | head -c 4'], { timeoutMs: 10_000 });
+    expect(pipe.stdout.toString()).toBe('y\ny\n');
+    // `yes` died of SIGPIPE (an ignored SIGPIPE would make it report a write error).
+    expect(pipe.stderr.toString()).toBe('');
+  });
+
+  it('keeps the first maxOutputBytes of each output and counts the rest', async () => {
+    const result = await spawner.run([SH, '-c', 'head -c 300000 /dev/zero; echo done >&2'], {
+      timeoutMs: 10_000,
+      maxOutputBytes: 1000,
+    });
+    expect(result).toMatchObject({ exitCode: 0, stdoutBytes: 300_000, stderrBytes: 5, stopped: undefined });
+    expect(result.stdout.length).toBe(1000);
+    expect(result.stderr.toString()).toBe('done\n');
+  });
+
+  it("with onOverflow 'kill', output past the bound kills it", async () => {
+    const result = await spawner.run([resolveTrustedBinary('yes')], {
+      timeoutMs: 10_000,
+      maxOutputBytes: 4096,
+      onOverflow: 'kill',
+    });
+    expect(result).toMatchObject({ signal: 'SIGKILL', stopped: 'output too large' });
+    expect(result.stdout.length).toBe(4096);
+  });
+
+  it('a timeout in a process group of its own kills every process of it, and settles once they are gone', async () => {
+    const dir = tempDir();
+    const pidFile = path.join(dir, 'step.pid');
+    const run = spawner.run([SH, '-c', `sleep 30 & echo $! > ${pidFile}; wait`], {
+      timeoutMs: 300,
+      processGroup: true,
+    });
+    const step = await pidFrom(pidFile);
+    expect(alive(step)).toBe(true);
+    const result = await run;
+    expect(result).toMatchObject({ signal: 'SIGKILL', stopped: 'timed out', abandoned: false });
+    // It held stdout: the result came only after its exit closed it.
+    await waitFor(() => !alive(step), 2_000, 5);
+  });
+
+  it('without a group, killGraceMs settles while a descendant it left still holds the output', async () => {
+    const dir = tempDir();
+    const pidFile = path.join(dir, 'step.pid');
+    const startedAt = performance.now();
+    const run = spawner.run([SH, '-c', `sleep 30 & echo $! > ${pidFile}; exec sleep 30`], {
+      timeoutMs: 200,
+      killGraceMs: 300,
+    });
+    const step = await pidFrom(pidFile);
+    const result = await run;
+    expect(result).toMatchObject({ exitCode: null, signal: null, stopped: 'timed out', abandoned: true });
+    expect(performance.now() - startedAt).toBeLessThan(5_000);
+    // The direct child was killed; the descendant outside a group was not (the caller's to end).
+    expect(alive(step)).toBe(true);
+  });
+
+  it('an abort kills it', async () => {
+    const controller = new AbortController();
+    const run = spawner.run([resolveTrustedBinary('sleep'), '30'], {
+      timeoutMs: 30_000,
+      abortSignal: controller.signal,
+    });
+    setTimeout(() => {
+      controller.abort();
+    }, 100);
+    await expect(run).resolves.toMatchObject({ signal: 'SIGKILL', stopped: 'aborted' });
+    const already = await spawner.run([resolveTrustedBinary('sleep'), '30'], {
+      timeoutMs: 30_000,
+      abortSignal: AbortSignal.abort(),
+    });
+    expect(already.stopped).toBe('aborted');
+  });
+
+  it('a program that cannot start is a SystemError with its errno; a bad argv is a BadArgumentError', async () => {
+    const missing: unknown = await spawner
+      .run(['/nonexistent/karotte-no-such-program'], { timeoutMs: 1_000 })
+      .catch((error: unknown) => error);
+    expect(SystemError.isInstance(missing) && missing.errno).toBe('ENOENT');
+    const dir = tempDir();
+    const notExecutable = path.join(dir, 'data');
+    fs.writeFileSync(notExecutable, 'not a program', { mode: 0o644 });
+    const denied: unknown = await spawner
+      .run([notExecutable], { timeoutMs: 1_000 })
+      .catch((error: unknown) => error);
+    expect(SystemError.isInstance(denied) && denied.errno).toBe('EACCES');
+    expect(() => spawner.run(['sh', '-c', 'true'], { timeoutMs: 1_000 })).toThrow(BadArgumentError);
+    expect(() => spawner.run([SH, '-c', 'true\0'], { timeoutMs: 1_000 })).toThrow(BadArgumentError);
+    expect(() => spawner.run([SH], { timeoutMs: 1_000, env: { 'A=B': 'c' } })).toThrow(BadArgumentError);
+  });
+
+  it('runs many at once, each with its own result', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 64 }, (_, index) =>
+        spawner.run([SH, '-c', `echo ${index}; echo ${index} >&2`], { timeoutMs: 20_000 }),
+      ),
+    );
+    results.forEach((result, index) => {
+      expect(result.stdout.toString()).toBe(`${index}\n`);
+      expect(result.stderr.toString()).toBe(`${index}\n`);
+    });
+  });
+});
+
+describe('the spawner process', () => {
+  it('gives a program descriptors 0, 1 and 2 only, even one the harness inherited without close-on-exec', async () => {
+    // A perl that starts with descriptor 7 open and inheritable, as a harness started by a
+    // careless parent would pass it on.
+    const dir = tempDir();
+    const leaky = path.join(dir, 'leaky-perl');
+    fs.writeFileSync(leaky, `#!${SH}\nexec 7</dev/null\nexec ${PERL} "$@"\n`, { mode: 0o755 });
+    const spawner = make(leaky);
+    const result = await spawner.run([SH, '-c', 'ls /proc/$$/fd'], { timeoutMs: 10_000 });
+    expect(result.stdout.toString().trim().split('\n').sort()).toEqual(['0', '1', '2']);
+    const holder = spawner.pid();
+    expect(holder).toBeDefined();
+    expect(fs.readdirSync(`/proc/${holder}/fd`)).toContain('7');
+  });
+
+  it('fails what it was running when it dies, and the next run starts a new one', async () => {
+    const spawner = make(PERL);
+    await spawner.run([SH, '-c', 'true'], { timeoutMs: 10_000 });
+    const first = spawner.pid()!;
+    const dir = tempDir();
+    const pidFile = path.join(dir, 'sleeper.pid');
+    const run = spawner.run([SH, '-c', `echo $$ > ${pidFile}; exec sleep 30`], { timeoutMs: 30_000 });
+    await pidFrom(pidFile);
+    process.kill(first, 'SIGKILL');
+    const error: unknown = await run.catch((caught: unknown) => caught);
+    expect(SystemError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toMatch(/^the spawner process running \S+sh ended \(SIGKILL\)/);
+    const again = await spawner.run([SH, '-c', 'echo again'], { timeoutMs: 10_000 });
+    expect(again.stdout.toString()).toBe('again\n');
+    expect(spawner.pid()).not.toBe(first);
+  });
+
+  it('on close, kills what it still runs and exits', async () => {
+    const spawner = make(PERL);
+    const dir = tempDir();
+    const pidFile = path.join(dir, 'sleeper.pid');
+    const run = spawner.run([SH, '-c', `echo $$ > ${pidFile}; exec sleep 30`], { timeoutMs: 30_000 });
+    const sleeper = await pidFrom(pidFile);
+    const holder = spawner.pid()!;
+    await spawner.close();
+    expect(alive(holder)).toBe(false);
+    await waitFor(() => !alive(sleeper), 2_000, 5);
+    await expect(run).rejects.toThrow(/the spawner process running/);
+  });
+});

@@ -87,9 +87,12 @@ export async function runHelper(argv: readonly string[], timeoutMs: number): Pro
     });
   } catch (error) {
     const errno = SystemError.isInstance(error) ? error.errno : undefined;
+    // No errno: the spawner process died while the helper ran (killed with it, or not even
+    // started). This pass does not count; the next one starts a new spawner.
+    if (errno === undefined) return { status: 'signalled', signal: 'SIGKILL' };
     return {
       status: 'spawn_failed',
-      errno: errno ?? 'UNKNOWN',
+      errno,
       message: error instanceof Error ? error.message : String(error),
     };
   }

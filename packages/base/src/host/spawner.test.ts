@@ -240,6 +240,15 @@ describe('the spawner process', () => {
     expect(spawner.pid()).not.toBe(first);
   });
 
+  it('that cannot start fails the run with the errno of its start', async () => {
+    const spawner = make('/nonexistent/karotte-no-perl');
+    const error: unknown = await spawner
+      .run([SH, '-c', 'true'], { timeoutMs: 10_000 })
+      .catch((caught: unknown) => caught);
+    expect(SystemError.isInstance(error) && error.errno).toBe('ENOENT');
+    expect((error as Error).message).toMatch(/^the spawner process running \S+ could not start/);
+  });
+
   it('on close, kills what it still runs and exits', async () => {
     const spawner = make(PERL);
     const dir = tempDir();

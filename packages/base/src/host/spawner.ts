@@ -259,15 +259,20 @@ function perlSpawner(perl: string): Spawner {
     }
   };
 
-  const lost = (why: string): void => {
+  /**
+   * The spawner could not start (`errno`: why, EAGAIN for one) or died: what it was running fails.
+   * A death has no errno: whether such a program ran, and how far, is unknown.
+   */
+  const lost = (why: string, errno?: string): void => {
     const gone = [...pending.values()];
     pending.clear();
     child = undefined;
     input = Buffer.alloc(0);
     for (const { run, argv0 } of gone) {
       run.fail(
-        new SystemError(
+        startError(
           `the spawner process running ${argv0} ${why}${diagnostics === '' ? '' : `: ${diagnostics.trim()}`}`,
+          errno,
         ),
       );
     }
@@ -287,7 +292,9 @@ function perlSpawner(perl: string): Spawner {
         refresh();
         const errno = frame.readUInt32BE(5);
         const message = readString(frame, 9).value.toString('utf8');
-        entry.run.fail(startError(`cannot run ${entry.argv0}: ${message}`, ERRNO_NAMES.get(errno)));
+        entry.run.fail(
+          startError(`cannot run ${entry.argv0}: ${message}`, ERRNO_NAMES.get(errno) ?? `errno ${errno}`),
+        );
         return;
       }
       case 'O':
@@ -345,8 +352,8 @@ function perlSpawner(perl: string): Spawner {
       }
       input = at === input.length ? Buffer.alloc(0) : input.subarray(at);
     });
-    started.on('error', (error) => {
-      if (child === started) lost(`could not start: ${error.message}`);
+    started.on('error', (error: NodeJS.ErrnoException) => {
+      if (child === started) lost(`could not start: ${error.message}`, error.code);
     });
     started.on('close', (code, signal) => {
       if (child === started) lost(`ended (${signal ?? `exit ${code}`})`);

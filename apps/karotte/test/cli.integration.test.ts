@@ -4,6 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_SANDBOX_STATE_DIR, listLeases } from '@karotte/sandbox';
 import { LIST_LOADED_MODULES, loadedModules, pidsOfUid } from '../../../test/support/index.js';
@@ -218,14 +219,22 @@ describe('karotte run (contract sections 2 to 6)', () => {
     assertNothingLeft((r.result['sandbox'] as { uid: unknown }).uid, r.pid);
   });
 
-  it('a replay run loads neither the OpenAI SDK, execa nor file-type (each loads when first used)', () => {
+  it('a replay run loads the packages from the CLI bundle, and neither the OpenAI SDK, execa nor file-type', () => {
     const task = path.join(examples, 'quarterly-revenue');
     const r = run(task, path.join(task, 'control.json'), tmp('modules'), [], LIST_LOADED_MODULES);
     expect(r.status, r.stderr).toBe(0);
     expect(r.result).toMatchObject({ status: 'passed', score: 1 });
-    const loaded = loadedModules(r.stderr);
-    // The list holds the episode's modules (the packages are there), and none of the three.
-    expect(loaded.some((url) => url.includes('/packages/sandbox/'))).toBe(true);
+    const loaded = loadedModules(r.stderr).filter((url) => url.startsWith('file:'));
+    // The episode's code (the reaper's in-cohort helper among it) comes from the app's own
+    // dist; no package's dist and no zod module is loaded on its own.
+    expect(
+      loaded.every((url) => url.startsWith(pathToFileURL(path.join(app, 'dist')).href)),
+      loaded.join('\n'),
+    ).toBe(true);
+    expect(
+      loaded.some((url) => fs.readFileSync(fileURLToPath(url), 'utf8').includes('karotte-in-cohort')),
+    ).toBe(true);
+    expect(loaded.length).toBeLessThan(20);
     for (const name of ['openai', 'execa', 'file-type'])
       expect(loaded.filter((url) => url.includes(`/node_modules/${name}/`))).toEqual([]);
   });

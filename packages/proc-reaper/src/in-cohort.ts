@@ -86,13 +86,14 @@ export async function runHelper(argv: readonly string[], timeoutMs: number): Pro
       maxOutputBytes: MAX_CAPTURE_BYTES,
     });
   } catch (error) {
-    const errno = SystemError.isInstance(error) ? error.errno : undefined;
-    // No errno: the spawner process died while the helper ran (killed with it, or not even
-    // started). This pass does not count; the next one starts a new spawner.
-    if (errno === undefined) return { status: 'signalled', signal: 'SIGKILL' };
+    // A SystemError without an errno: the spawner process died while the helper ran (killed
+    // with it, or not even started). This pass does not count; the next one starts a new
+    // spawner. Anything else is a start that failed (its errno) or a bad argv (UNKNOWN).
+    if (SystemError.isInstance(error) && error.errno === undefined)
+      return { status: 'signalled', signal: 'SIGKILL' };
     return {
       status: 'spawn_failed',
-      errno,
+      errno: (SystemError.isInstance(error) ? error.errno : undefined) ?? 'UNKNOWN',
       message: error instanceof Error ? error.message : String(error),
     };
   }

@@ -89,6 +89,9 @@ describe.each([
   it('names the signal that ended it', async () => {
     const result = await spawner.run([SH, '-c', 'kill -TERM $$; sleep 5'], { timeoutMs: 10_000 });
     expect(result).toMatchObject({ exitCode: null, signal: 'SIGTERM', stopped: undefined });
+    // A number with two names (SIGABRT, SIGIOT) is given its first.
+    const aborted = await spawner.run([SH, '-c', 'kill -ABRT $$; sleep 5'], { timeoutMs: 10_000 });
+    expect(aborted.signal).toBe('SIGABRT');
   });
 
   it('starts it with stdin /dev/null, no signal ignored or blocked, SIGPIPE at its default', async () => {
@@ -223,7 +226,23 @@ describe('the spawner process', () => {
     expect(fs.readdirSync(`/proc/${holder}/fd`)).toContain('7');
   });
 
-  it('fails what it was running when it dies, and the next run starts a new one', async () => {
+  it('survives a Ctrl-C meant for the harness (SIGINT, SIGTERM, SIGHUP, SIGQUIT to its group)', async () => {
+    const spawner = make(PERL);
+    await spawner.run([SH, '-c', 'true'], { timeoutMs: 10_000 });
+    const holder = spawner.pid()!;
+    const run = spawner.run([SH, '-c', 'sleep 0.3; echo done'], { timeoutMs: 10_000 });
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) process.kill(holder, signal);
+    const result = await run;
+    expect(result.stdout.toString()).toBe('done\n');
+    expect(spawner.pid()).toBe(holder);
+    // Its programs get those signals at their default again.
+    const ignored = await spawner.run([resolveTrustedBinary('grep'), '^SigIgn:', '/proc/self/status'], {
+      timeoutMs: 10_000,
+    });
+    expect(ignored.stdout.toString()).toBe('SigIgn:\t0000000000000000\n');
+  });
+
+  it('fails what it was running when it dies, ends the process groups it ran, and the next run starts a new one', async () => {
     const spawner = make(PERL);
     await spawner.run([SH, '-c', 'true'], { timeoutMs: 10_000 });
     const first = spawner.pid()!;
@@ -231,7 +250,15 @@ describe('the spawner process', () => {
     const pidFile = path.join(dir, 'sleeper.pid');
     const run = spawner.run([SH, '-c', `echo $$ > ${pidFile}; exec sleep 30`], { timeoutMs: 30_000 });
     await pidFrom(pidFile);
+    const stepFile = path.join(dir, 'step.pid');
+    const grouped = spawner.run([SH, '-c', `sleep 30 & echo $! > ${stepFile}; wait`], {
+      timeoutMs: 30_000,
+      processGroup: true,
+    });
+    const step = await pidFrom(stepFile);
     process.kill(first, 'SIGKILL');
+    await expect(grouped).rejects.toThrow(/the spawner process running/);
+    await waitFor(() => !alive(step), 2_000, 5);
     const error: unknown = await run.catch((caught: unknown) => caught);
     expect(SystemError.isInstance(error)).toBe(true);
     expect((error as Error).message).toMatch(/^the spawner process running \S+sh ended \(SIGKILL\)/);

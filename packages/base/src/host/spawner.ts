@@ -82,9 +82,11 @@ export interface Spawner {
 }
 
 const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
-const SIGNAL_NAMES = new Map<number, NodeJS.Signals>(
-  Object.entries(constants.signals).map(([name, number]) => [number, name as NodeJS.Signals]),
-);
+/** Signal number to name; the first name of a number wins (SIGABRT, not its alias SIGIOT). */
+const SIGNAL_NAMES = new Map<number, NodeJS.Signals>();
+for (const [name, number] of Object.entries(constants.signals)) {
+  if (!SIGNAL_NAMES.has(number)) SIGNAL_NAMES.set(number, name as NodeJS.Signals);
+}
 
 /**
  * Run `argv` (an absolute path first: resolve it with `resolveTrustedBinary`) to its end.
@@ -241,13 +243,19 @@ const ERRNO_NAMES = new Map<number, string>(
 interface PendingRun {
   readonly run: Run;
   readonly argv0: string;
+  readonly processGroup: boolean;
+  /** Its pid once the spawner said it started. */
+  pid?: number;
 }
 
 function perlSpawner(perl: string): Spawner {
   let child: ChildProcess | undefined;
   let nextId = 1;
   const pending = new Map<number, PendingRun>();
-  let input: Buffer = Buffer.alloc(0);
+  // Output of the spawner not yet parsed: chunks, joined only once a whole frame is there (a
+  // result of several MiB arrives in many chunks).
+  let input: Buffer[] = [];
+  let inputBytes = 0;
   let diagnostics = '';
 
   const refresh = (): void => {
@@ -267,8 +275,19 @@ function perlSpawner(perl: string): Spawner {
     const gone = [...pending.values()];
     pending.clear();
     child = undefined;
-    input = Buffer.alloc(0);
-    for (const { run, argv0 } of gone) {
+    input = [];
+    inputBytes = 0;
+    for (const { run, argv0, processGroup, pid } of gone) {
+      // A group of its own outlives the spawner: ended here, as a kill of the run would have.
+      // (Its id stays reserved while a member of it lives.) A lone program cannot be told from
+      // a later process that got its pid once it is reparented, so it is left to finish.
+      if (processGroup && pid !== undefined) {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // the group is gone
+        }
+      }
       run.fail(
         startError(
           `the spawner process running ${argv0} ${why}${diagnostics === '' ? '' : `: ${diagnostics.trim()}`}`,
@@ -285,7 +304,7 @@ function perlSpawner(perl: string): Spawner {
     if (entry === undefined) return;
     switch (type) {
       case 'S':
-        entry.run.begin();
+        entry.pid = frame.readUInt32BE(5);
         return;
       case 'E': {
         pending.delete(id);
@@ -342,15 +361,18 @@ function perlSpawner(perl: string): Spawner {
     });
     (started.stderr as unknown as { unref(): void }).unref();
     started.stdout.on('data', (chunk: Buffer) => {
-      input = input.length === 0 ? chunk : Buffer.concat([input, chunk]);
-      let at = 0;
-      while (input.length - at >= 4) {
-        const length = input.readUInt32BE(at);
-        if (input.length - at - 4 < length) break;
-        onFrame(input.subarray(at + 4, at + 4 + length));
-        at += 4 + length;
+      input.push(chunk);
+      inputBytes += chunk.length;
+      for (;;) {
+        if (inputBytes < 4) return;
+        if (input[0]!.length < 4) input = [Buffer.concat(input)];
+        const need = 4 + input[0]!.readUInt32BE(0);
+        if (inputBytes < need) return;
+        const joined = input.length === 1 ? input[0]! : Buffer.concat(input);
+        onFrame(joined.subarray(4, need));
+        input = joined.length === need ? [] : [joined.subarray(need)];
+        inputBytes -= need;
       }
-      input = at === input.length ? Buffer.alloc(0) : input.subarray(at);
     });
     started.on('error', (error: NodeJS.ErrnoException) => {
       if (child === started) lost(`could not start: ${error.message}`, error.code);
@@ -385,7 +407,7 @@ function perlSpawner(perl: string): Spawner {
           resolve,
           reject,
         );
-        pending.set(id, { run, argv0: checked.file });
+        pending.set(id, { run, argv0: checked.file, processGroup: options.processGroup === true });
         refresh();
         send(
           frame('R', [
@@ -400,6 +422,9 @@ function perlSpawner(perl: string): Spawner {
             ...checked.env.map(encodeString),
           ]),
         );
+        // The bound runs from now, not from the spawner's answer: a spawner that stalls cannot
+        // stretch it (and a kill sent from here on follows the run's frame).
+        run.begin();
       });
     },
     close() {

@@ -14,7 +14,8 @@ export async function runTrusted(file: string, args: readonly string[], timeoutM
   const what = `${file} ${args.join(' ')}`;
   let result;
   try {
-    result = await runProgram([file, ...args], { timeoutMs, maxOutputBytes: 64 * 1024 });
+    // killGraceMs: settle even if a descendant still holds the output (execFile did too).
+    result = await runProgram([file, ...args], { timeoutMs, killGraceMs: 2_000, maxOutputBytes: 64 * 1024 });
   } catch (error) {
     throw toSystemError(error, what);
   }

@@ -23,6 +23,10 @@ use POSIX ();
 $SIG{PIPE} = 'IGNORE';
 # A child's exit interrupts select (EINTR); the loop reaps after every wake-up.
 $SIG{CHLD} = sub { };
+# This process shares the harness's process group: a Ctrl-C meant for the harness (which tears
+# its episodes down itself) must not end it under the programs it runs. Reset in each child.
+my @shielded = qw(INT TERM HUP QUIT);
+$SIG{$_} = 'IGNORE' for @shielded;
 binmode STDIN;
 binmode STDOUT;
 
@@ -67,8 +71,7 @@ sub start {
     return;
   }
   if ($pid == 0) {
-    $SIG{PIPE} = 'DEFAULT';
-    $SIG{CHLD} = 'DEFAULT';
+    $SIG{$_} = 'DEFAULT' for 'PIPE', 'CHLD', @shielded;
     POSIX::sigprocmask(POSIX::SIG_SETMASK(), POSIX::SigSet->new());
     POSIX::setsid() if $flags & 1;
     my $null = POSIX::open('/dev/null', POSIX::O_RDONLY());
@@ -236,26 +239,8 @@ while (1) {
     next;
   }
   $pause = 0.001;
-  if (!$input_closed && vec($out, fileno(STDIN), 1)) {
-    my $got = sysread(STDIN, $input, 65536, length $input);
-    if ((defined $got && $got == 0) || (!defined $got && !$!{EINTR})) {
-      # The harness is gone: what it started is killed, and only the direct children are
-      # waited for (a descendant outside a group could hold an output open for ever).
-      $input_closed = 1;
-      $input = '';
-      for my $id (keys %jobs) {
-        kill_job($jobs{$id}, 9);
-        forget($id);
-      }
-    }
-    while (length($input) >= 4) {
-      my $length = unpack('N', $input);
-      last if length($input) < 4 + $length;
-      my $body = substr($input, 4, $length);
-      substr($input, 0, 4 + $length) = '';
-      handle_frame($body);
-    }
-  }
+  # The programs' outputs first: a frame read below may close a descriptor (forget) and a new
+  # run may get its number, which select did not see ready (a read of it could block).
   for my $fd (keys %streams) {
     next unless vec($out, $fd, 1);
     my $entry = $streams{$fd} or next;
@@ -274,6 +259,26 @@ while (1) {
     if ($stream->{bytes} > $job->{max} && !$job->{over}) {
       $job->{over} = 1;
       send_frame('O' . pack('N', $id));
+    }
+  }
+  if (!$input_closed && vec($out, fileno(STDIN), 1)) {
+    my $got = sysread(STDIN, $input, 65536, length $input);
+    if ((defined $got && $got == 0) || (!defined $got && !$!{EINTR})) {
+      # The harness is gone: what it started is killed, and only the direct children are
+      # waited for (a descendant outside a group could hold an output open for ever).
+      $input_closed = 1;
+      $input = '';
+      for my $id (keys %jobs) {
+        kill_job($jobs{$id}, 9);
+        forget($id);
+      }
+    }
+    while (length($input) >= 4) {
+      my $length = unpack('N', $input);
+      last if length($input) < 4 + $length;
+      my $body = substr($input, 4, $length);
+      substr($input, 0, 4 + $length) = '';
+      handle_frame($body);
     }
   }
 }

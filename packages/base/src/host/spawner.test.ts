@@ -9,6 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../../test/support/index.js';
 import { BadArgumentError, SystemError } from '../errors.js';
 import { resolveTrustedBinary } from '../trusted-binary.js';
+import { isProcessLive } from './proc.js';
 import { createSpawner } from './spawner.js';
 import type { Spawner } from './spawner.js';
 
@@ -21,15 +22,6 @@ function tempDir(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-spawner-'));
   made.push(dir);
   return dir;
-}
-
-function alive(pid: number): boolean {
-  try {
-    const state = /^State:\s+(\S)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return state !== undefined && state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
 }
 
 /** The pid a test's script wrote to `file`, remembered so that afterEach can end it. */
@@ -141,11 +133,11 @@ describe.each([
       processGroup: true,
     });
     const step = await pidFrom(pidFile);
-    expect(alive(step)).toBe(true);
+    expect(isProcessLive(step)).toBe(true);
     const result = await run;
     expect(result).toMatchObject({ signal: 'SIGKILL', stopped: 'timed out', abandoned: false });
     // It held stdout: the result came only after its exit closed it.
-    await waitFor(() => !alive(step), 2_000, 5);
+    await waitFor(() => !isProcessLive(step), 2_000, 5);
   });
 
   it('without a group, killGraceMs settles while a descendant it left still holds the output', async () => {
@@ -161,7 +153,7 @@ describe.each([
     expect(result).toMatchObject({ exitCode: null, signal: null, stopped: 'timed out', abandoned: true });
     expect(performance.now() - startedAt).toBeLessThan(5_000);
     // The direct child was killed; the descendant outside a group was not (the caller's to end).
-    expect(alive(step)).toBe(true);
+    expect(isProcessLive(step)).toBe(true);
   });
 
   it('an abort kills it', async () => {
@@ -258,7 +250,7 @@ describe('the spawner process', () => {
     const step = await pidFrom(stepFile);
     process.kill(first, 'SIGKILL');
     await expect(grouped).rejects.toThrow(/the spawner process running/);
-    await waitFor(() => !alive(step), 2_000, 5);
+    await waitFor(() => !isProcessLive(step), 2_000, 5);
     const error: unknown = await run.catch((caught: unknown) => caught);
     expect(SystemError.isInstance(error)).toBe(true);
     expect((error as Error).message).toMatch(/^the spawner process running \S+sh ended \(SIGKILL\)/);
@@ -284,8 +276,8 @@ describe('the spawner process', () => {
     const sleeper = await pidFrom(pidFile);
     const holder = spawner.pid()!;
     await spawner.close();
-    expect(alive(holder)).toBe(false);
-    await waitFor(() => !alive(sleeper), 2_000, 5);
+    expect(isProcessLive(holder)).toBe(false);
+    await waitFor(() => !isProcessLive(sleeper), 2_000, 5);
     await expect(run).rejects.toThrow(/the spawner process running/);
   });
 });

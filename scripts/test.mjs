@@ -90,13 +90,30 @@ function vitest(node, label) {
       env: toolEnv(node),
     },
   );
-  if (result.status !== 0) failedRuns += 1;
+  if (result.status !== 0) {
+    failedRuns += 1;
+    // Named at the end with the failures: a run can fail with every test passed (an unhandled
+    // error or rejection, a worker that died, a file that failed to load), and a log cut to
+    // its tail would otherwise show only passing counts.
+    const how =
+      result.signal === null ? `exited with status ${result.status}` : `was killed by ${result.signal}`;
+    failures.push({
+      label,
+      name: `the vitest run ${how}`,
+      message:
+        result.error?.message ??
+        'see the run above for "Unhandled Errors" or a file that failed outside its tests',
+    });
+  }
   if (fs.existsSync(report)) {
     const data = JSON.parse(fs.readFileSync(report, 'utf8'));
     totals.passed += data.numPassedTests ?? 0;
     totals.failed += data.numFailedTests ?? 0;
     totals.skipped += (data.numPendingTests ?? 0) + (data.numTodoTests ?? 0);
-    if ((data.numTotalTests ?? 0) === 0) failedRuns += 1;
+    if ((data.numTotalTests ?? 0) === 0) {
+      failedRuns += 1;
+      failures.push({ label, name: 'the vitest run found no test', message: report });
+    }
     for (const file of data.testResults ?? []) {
       const relative = path.relative(root, file.name ?? '');
       if (file.status === 'failed' && (file.assertionResults ?? []).length === 0) {
@@ -113,6 +130,7 @@ function vitest(node, label) {
     }
   } else {
     failedRuns += 1;
+    failures.push({ label, name: 'the vitest run wrote no report', message: report });
   }
   fs.rmSync(path.dirname(report), { recursive: true, force: true });
 }

@@ -42,6 +42,22 @@ describe('karotte main', () => {
     expect(await main([], c.io)).toBe(2);
   });
 
+  it('runs beforeCommand once a command is known, before it loads; never for --version or --help', async () => {
+    const calls: string[] = [];
+    const beforeCommand = (): Promise<void> => {
+      calls.push('before');
+      return Promise.resolve();
+    };
+    await main(['--version'], capture().io, { beforeCommand });
+    await main(['--help'], capture().io, { beforeCommand });
+    await main(['frobnicate'], capture().io, { beforeCommand });
+    expect(calls).toEqual([]);
+    const c = capture();
+    expect(await main(['validate', '--help'], c.io, { beforeCommand })).toBe(0);
+    expect(calls).toEqual(['before']);
+    expect(c.out()).toContain('validate');
+  });
+
   it('does not treat prototype keys as commands', async () => {
     const c = capture();
     expect(await main(['constructor'], c.io)).toBe(2);
@@ -67,6 +83,23 @@ describe('npm run --silent karotte (contract section 1)', () => {
     // The list does hold them when a command needs them.
     const task = path.join(root, 'apps', 'karotte', 'examples', 'quarterly-revenue');
     expect(loadedBy(['validate', '--task', task]).filter(heavy).length).toBeGreaterThan(0);
+  });
+
+  it('the built bin parses with zod jitless once a command runs (no schema compiled with new Function)', () => {
+    const cli = path.join(root, 'apps', 'karotte', 'dist', 'cli.js');
+    const task = path.join(root, 'apps', 'karotte', 'examples', 'quarterly-revenue');
+    // zod keeps its configuration on globalThis: a preload reads it back at exit.
+    const probe = `process.on('exit', () => process.stderr.write('jitless=' + String(globalThis.__zod_globalConfig?.jitless) + '\\n'))`;
+    const run = (args: string[]): string =>
+      spawnSync(
+        process.execPath,
+        ['--import', `data:text/javascript,${encodeURIComponent(probe)}`, cli, ...args],
+        {
+          encoding: 'utf8',
+        },
+      ).stderr;
+    expect(run(['--version'])).toContain('jitless=undefined');
+    expect(run(['validate', '--task', task])).toContain('jitless=true');
   });
 
   it('runs the built CLI from the repository root', () => {

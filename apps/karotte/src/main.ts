@@ -25,8 +25,14 @@ function usage(): string {
   ].join('\n');
 }
 
+/** What the process entry adds around a command. */
+export interface MainOptions {
+  /** Runs once a command is known, before its module loads (`--version` and `--help` skip it). */
+  readonly beforeCommand?: () => Promise<void>;
+}
+
 /** Run the CLI with `argv` (without node and script) and return the exit code. */
-export async function main(argv: readonly string[], io: Io): Promise<number> {
+export async function main(argv: readonly string[], io: Io, options: MainOptions = {}): Promise<number> {
   const [first, ...rest] = argv;
   if (first === undefined || first === '-h' || first === '--help' || first === 'help') {
     io.stdout.write(usage());
@@ -43,6 +49,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     );
     return EXIT_USAGE;
   }
+  await options.beforeCommand?.();
   const command = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     io.stdout.write(`${command.help}\n`);

@@ -1,0 +1,71 @@
+// Node.js's compile cache for the CLI's own code: V8 keeps the compiled form of each module it
+// loads, and the next process loads it from disk instead of compiling again. The CLI is two
+// large chunks (the packages, zod), and compiling them is a fixed cost of every command
+// (about 20 ms of a `karotte run`: apps/karotte/README.md, Benchmarks).
+//
+// A compiled module is code: whoever can write the cache can run code in the next process that
+// reads it. So it is used only by root, in a directory only root can write, with every
+// directory on the way to it root's and closed to group and others. Anything else (another
+// user, a directory that fails the check, a Node.js without the cache) runs without one.
+import fs from 'node:fs';
+import module from 'node:module';
+import path from 'node:path';
+import process from 'node:process';
+
+/** Where root's CLI keeps it: regenerable data (FHS /var/cache). */
+export const COMPILE_CACHE_DIR = '/var/cache/karotte/node-compile-cache';
+
+/**
+ * Node.js keeps one file per module and never removes one: each rebuild of the CLI adds its
+ * chunks again. Past this many files the cache starts over (a few dozen files per build).
+ */
+const MAX_CACHE_FILES = 512;
+
+/** Why `dir` (absolute) may not hold code root runs, or undefined when it may. */
+export function unsafeCacheDir(dir: string): string | undefined {
+  let current = '/';
+  for (const part of ['', ...dir.split('/').filter(Boolean)]) {
+    current = path.join(current, part);
+    let stats: fs.Stats;
+    try {
+      stats = fs.lstatSync(current);
+    } catch (error) {
+      return `cannot stat ${current}: ${(error as Error).message}`;
+    }
+    if (!stats.isDirectory()) return `${current} is not a directory`;
+    if (stats.uid !== 0) return `${current} is owned by uid ${stats.uid}, not root`;
+    if ((stats.mode & 0o022) !== 0) return `${current} is writable by group or others`;
+  }
+  return undefined;
+}
+
+/** Count the files under `dir` (two levels: Node.js's version directory, then its entries). */
+function cacheFiles(dir: string): number {
+  let count = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    count += entry.isDirectory() ? fs.readdirSync(path.join(dir, entry.name)).length : 1;
+  }
+  return count;
+}
+
+/**
+ * Turn the compile cache on for the modules this process loads from now on, when it runs as
+ * root and the cache directory is safe. Returns the directory, or undefined when it is off.
+ * Never throws: the cache is a speed-up, and a command runs the same without it.
+ */
+export function enableCompileCache(dir: string = COMPILE_CACHE_DIR): string | undefined {
+  if (process.geteuid?.() !== 0 || typeof module.enableCompileCache !== 'function') return undefined;
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (unsafeCacheDir(dir) !== undefined) return undefined;
+    if (cacheFiles(dir) > MAX_CACHE_FILES) {
+      for (const entry of fs.readdirSync(dir))
+        fs.rmSync(path.join(dir, entry), { recursive: true, force: true });
+    }
+    const result = module.enableCompileCache(dir);
+    const { ENABLED, ALREADY_ENABLED } = module.constants.compileCacheStatus;
+    return result.status === ENABLED || result.status === ALREADY_ENABLED ? dir : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,77 @@
+// The CLI's compile cache (src/compile-cache.ts), as root: it is used only in a directory only
+// root can write, the built CLI fills it and reads it back, and another user's CLI never
+// touches it.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import module from 'node:module';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { COMPILE_CACHE_DIR, enableCompileCache, unsafeCacheDir } from '../src/compile-cache.js';
+import { asUid } from '../../../test/support/index.js';
+
+const app = path.resolve(import.meta.dirname, '..');
+const cli = path.join(app, 'dist', 'cli.js');
+const task = path.join(app, 'examples', 'quarterly-revenue');
+
+const made: string[] = [];
+afterEach(() => {
+  for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh directory under /var/cache (root's, 0755): a place where a safe cache can be. */
+function rootDir(): string {
+  const dir = fs.mkdtempSync('/var/cache/karotte-test-compile-cache-');
+  fs.chmodSync(dir, 0o700);
+  made.push(dir);
+  return dir;
+}
+
+/** The compile cache's own account of what it read and wrote (Node.js's debug output). */
+function cacheLog(argv: readonly string[]): string {
+  const run = spawnSync(argv[0]!, argv.slice(1), {
+    encoding: 'utf8',
+    env: { PATH: '/usr/bin:/bin', NODE_DEBUG_NATIVE: 'COMPILE_CACHE' },
+  });
+  expect(run.status, run.stderr).toBe(0);
+  return run.stderr;
+}
+
+describe('the compile cache', () => {
+  it('is refused in a directory another user owns or that group or others can write', () => {
+    const dir = rootDir();
+    expect(unsafeCacheDir(dir)).toBeUndefined();
+    fs.chmodSync(dir, 0o770);
+    expect(unsafeCacheDir(dir)).toBe(`${dir} is writable by group or others`);
+    fs.chmodSync(dir, 0o700);
+    fs.chownSync(dir, 65534, 65534);
+    expect(unsafeCacheDir(dir)).toBe(`${dir} is owned by uid 65534, not root`);
+    // And so is a safe directory below one of those: whoever owns it can swap what is below.
+    const inner = path.join(dir, 'cache');
+    fs.mkdirSync(inner, { mode: 0o700 });
+    expect(unsafeCacheDir(inner)).toBe(`${dir} is owned by uid 65534, not root`);
+    expect(enableCompileCache(inner)).toBeUndefined();
+  });
+
+  it('starts over once it holds more files than a few builds leave', () => {
+    const dir = rootDir();
+    const stale = path.join(dir, 'v0-stale');
+    fs.mkdirSync(stale);
+    for (let i = 0; i < 600; i += 1) fs.writeFileSync(path.join(stale, String(i)), '');
+    // Turns the cache on in this test process (its own fork): what loads later is cached there.
+    expect(enableCompileCache(dir)).toBe(dir);
+    expect(fs.existsSync(stale)).toBe(false);
+    expect(module.getCompileCacheDir?.()).toContain(dir);
+    module.flushCompileCache?.();
+  });
+
+  it("is filled and read back by root's CLI, and never touched by another user's", () => {
+    expect(process.getuid?.()).toBe(0);
+    cacheLog([process.execPath, cli, 'validate', '--task', task]);
+    // The second run reads the chunks the first one wrote (or found) and V8 accepts them.
+    const second = cacheLog([process.execPath, cli, 'validate', '--task', task]);
+    expect(second).toContain(`[compile cache] resolved path ${COMPILE_CACHE_DIR}`);
+    expect(second).toMatch(/V8 code cache for ESM file:\/\/\S+\/dist\/chunk-\S+\.js was accepted/);
+    const other = cacheLog(asUid(65534, [process.execPath, cli, 'validate', '--task', task]));
+    expect(other).not.toContain('[compile cache]');
+  });
+});

@@ -100,6 +100,28 @@ function attachments(id: number): number {
   return Number(row?.[columns.indexOf('nattch')] ?? -1);
 }
 
+describe('reclaimLeftovers(): its sweeps together', () => {
+  it('stops with ABORTED before any sweep when aborted, and then runs them all in one call', async () => {
+    asStudent(['/usr/bin/ipcmk', '-Q']);
+    const shmFile = `/dev/shm/karotte-reclaim-together-${uid}`;
+    shmFiles.push(shmFile);
+    asStudent(['/bin/sh', '-c', ': > "$1"', 'x', shmFile]);
+    const aborted = AbortSignal.abort(new Error('the harness is stopping'));
+    await expect(reclaimLeftovers(uid, { abortSignal: aborted })).rejects.toMatchObject({ code: 'ABORTED' });
+    // Nothing was swept: the queue and the file are still there.
+    expect(listSysvByCreator(uid).map((object) => object.kind)).toEqual(['msg']);
+    expect(fs.existsSync(shmFile)).toBe(true);
+    const record = await reclaimLeftovers(uid);
+    expect(record.sysv).toEqual({ removed: { shm: 0, sem: 0, msg: 1 }, pendingDestroy: 0, left: [] });
+    expect(record.ramFiles).toMatchObject({ removed: 1, failed: 0, complete: true });
+    expect(record.posixMqueues).toEqual({ removed: [], removedCount: 0, left: [] });
+    expect(record.keys).toMatchObject({ failed: [], left: 0 });
+    expect(record).toMatchObject({ complete: true, misbehavior: [] });
+    expect(listSysvByCreator(uid)).toEqual([]);
+    expect(fs.existsSync(shmFile)).toBe(false);
+  });
+});
+
 describe('reclaimLeftovers(): SysV IPC by creator', () => {
   it('removes shared memory, semaphores and message queues the student made with ipcmk', async () => {
     asStudent(['/usr/bin/ipcmk', '-M', '4096']);

@@ -199,11 +199,16 @@ export async function reclaimLeftovers(
     }
   };
   const start = Date.now();
-  const reasons: string[] = [];
+  checkAbort();
 
-  let sysv: ReclaimRecord['sysv'] = null;
-  if (parsed.sysv) {
-    checkAbort();
+  // The four sweeps are independent of each other (every process of the uid is gone before a
+  // reclaim), so they run at once: each is a trusted program or a walk, and waiting for one
+  // before starting the next only added their times up. Each returns its part of the record
+  // and why it is incomplete, if it is.
+  type Part<T> = Promise<{ record: T; reasons: string[] }>;
+
+  const sweepSysv = async (): Part<ReclaimRecord['sysv']> => {
+    if (!parsed.sysv) return { record: null, reasons: [] };
     const ipcrm = resolveTrustedBinary('ipcrm');
     const found = listSysvByCreator(uid);
     await removeSysv(ipcrm, found, parsed.timeoutMs);
@@ -212,88 +217,109 @@ export async function reclaimLeftovers(
     const stillThere = new Set(left.map((object) => `${object.kind}:${object.id}`));
     const removed = { shm: 0, sem: 0, msg: 0 };
     for (const object of found) if (!stillThere.has(`${object.kind}:${object.id}`)) removed[object.kind] += 1;
-    sysv = {
-      removed,
-      pendingDestroy: after.length - left.length,
-      left: left
-        .slice(0, MAX_LISTED)
-        .map((object) => ({ kind: object.kind, id: object.id, owner: object.uid })),
+    return {
+      record: {
+        removed,
+        pendingDestroy: after.length - left.length,
+        left: left
+          .slice(0, MAX_LISTED)
+          .map((object) => ({ kind: object.kind, id: object.id, owner: object.uid })),
+      },
+      reasons:
+        left.length > 0
+          ? [`${left.length} SysV IPC object(s) created by uid ${uid} could not be removed`]
+          : [],
     };
-    if (left.length > 0)
-      reasons.push(`${left.length} SysV IPC object(s) created by uid ${uid} could not be removed`);
-  }
+  };
 
-  let posixMqueues: ReclaimRecord['posixMqueues'] = null;
-  if (parsed.posixMqueues) {
-    checkAbort();
+  const sweepQueues = async (): Part<ReclaimRecord['posixMqueues']> => {
+    if (!parsed.posixMqueues) return { record: null, reasons: [] };
     const swept = await sweepMqueues({ perl: resolveTrustedBinary('perl') }, uid, parsed.timeoutMs);
-    posixMqueues = {
-      removed: swept.removed.slice(0, MAX_LISTED).map((name) => escapeForDisplay(name, 255)),
-      removedCount: swept.removed.length,
-      left: swept.left.slice(0, MAX_LISTED).map((name) => escapeForDisplay(name, 255)),
+    return {
+      record: {
+        removed: swept.removed.slice(0, MAX_LISTED).map((name) => escapeForDisplay(name, 255)),
+        removedCount: swept.removed.length,
+        left: swept.left.slice(0, MAX_LISTED).map((name) => escapeForDisplay(name, 255)),
+      },
+      reasons:
+        swept.left.length > 0 ? [`${swept.left.length} POSIX message queue(s) of uid ${uid} are left`] : [],
     };
-    if (swept.left.length > 0)
-      reasons.push(`${swept.left.length} POSIX message queue(s) of uid ${uid} are left`);
-  }
+  };
 
-  let ramFiles: ReclaimRecord['ramFiles'] = null;
-  if (parsed.ramFiles) {
-    checkAbort();
+  const sweepRamFiles = async (): Part<ReclaimRecord['ramFiles']> => {
+    if (!parsed.ramFiles) return { record: null, reasons: [] };
     const roots =
       parsed.ramFileRoots ??
       ramMountPoints(readFileSync('/proc/self/mountinfo', 'utf8')).filter((root) => reachableBy(uid, root));
     if (roots.length === 0) {
-      ramFiles = { roots: [], removed: 0, failed: 0, timedOut: false, complete: true };
-    } else {
-      const result = await reclaimFiles(uid, {
-        roots,
-        exclude: parsed.exclude,
-        allowSystemUid: parsed.allowSystemUid,
-        timeoutMs: parsed.timeoutMs,
-        ...(parsed.abortSignal === undefined ? {} : { abortSignal: parsed.abortSignal }),
-      });
-      ramFiles = {
+      return { record: { roots: [], removed: 0, failed: 0, timedOut: false, complete: true }, reasons: [] };
+    }
+    const result = await reclaimFiles(uid, {
+      roots,
+      exclude: parsed.exclude,
+      allowSystemUid: parsed.allowSystemUid,
+      timeoutMs: parsed.timeoutMs,
+      ...(parsed.abortSignal === undefined ? {} : { abortSignal: parsed.abortSignal }),
+    });
+    return {
+      record: {
         roots: roots.map((root) => escapeForDisplay(root)),
         removed: result.removed,
         failed: result.failedCount,
         timedOut: result.timedOut,
         complete: result.complete,
-      };
-      if (!result.complete) {
-        reasons.push(
-          result.misbehavior?.message ?? `RAM-backed files of uid ${uid} could not all be removed`,
-        );
-      }
-    }
-  }
+      },
+      reasons: result.complete
+        ? []
+        : [result.misbehavior?.message ?? `RAM-backed files of uid ${uid} could not all be removed`],
+    };
+  };
 
-  let keys: ReclaimRecord['keys'] = null;
-  if (parsed.keys) {
-    checkAbort();
+  const sweepKeyrings = async (): Part<ReclaimRecord['keys']> => {
+    if (!parsed.keys) return { record: null, reasons: [] };
     const swept = await sweepKeys(
       { setpriv: resolveTrustedBinary('setpriv'), perl: resolveTrustedBinary('perl') },
       uid,
       parsed.timeoutMs,
     );
-    keys = { cleared: swept.cleared, failed: swept.failed.slice(0, MAX_LISTED), left: swept.left };
+    const reasons: string[] = [];
     if (swept.failed.length > 0)
       reasons.push(`keyrings of uid ${uid} could not be emptied (${swept.failed.join(', ')})`);
     if (swept.left > 0)
       reasons.push(
         `${swept.left} kernel key(s) of uid ${uid} are left, linked from keyrings it does not own`,
       );
-  }
+    return {
+      record: { cleared: swept.cleared, failed: swept.failed.slice(0, MAX_LISTED), left: swept.left },
+      reasons,
+    };
+  };
+
+  // Every sweep has ended before this returns or throws: none is left running behind an error.
+  const parts = await Promise.allSettled([sweepSysv(), sweepQueues(), sweepRamFiles(), sweepKeyrings()]);
+  const [sysvPart, queuesPart, ramPart, keysPart] = parts;
+  const sysv = settledValue(sysvPart);
+  const posixMqueues = settledValue(queuesPart);
+  const ramFiles = settledValue(ramPart);
+  const keys = settledValue(keysPart);
+  const reasons = [sysv, posixMqueues, ramFiles, keys].flatMap((part) => part.reasons);
 
   const misbehavior: MisbehaviorRecord[] =
     reasons.length === 0 ? [] : [createMisbehavior('UNRECLAIMABLE', reasons.join('; '))];
   return {
     uid,
-    sysv,
-    posixMqueues,
-    ramFiles,
-    keys,
+    sysv: sysv.record,
+    posixMqueues: posixMqueues.record,
+    ramFiles: ramFiles.record,
+    keys: keys.record,
     complete: reasons.length === 0,
     durationMs: Date.now() - start,
     misbehavior,
   };
+}
+
+/** The value of a settled sweep; its error, thrown, when it failed. */
+function settledValue<T>(part: PromiseSettledResult<T>): T {
+  if (part.status === 'rejected') throw part.reason;
+  return part.value;
 }

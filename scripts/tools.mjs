@@ -225,7 +225,15 @@ export function toolEnv(node = projectNodeOrSelf(), base = process.env) {
   // link to node alone, after the pinned pnpm.
   const prefix = [pnpmBinDir, nodeOnlyDir(node)];
   const rest = (base.PATH ?? '').split(':').filter((entry) => entry !== '' && !prefix.includes(entry));
-  return { ...base, PATH: [...prefix, ...rest].join(':'), TURBO_TELEMETRY_DISABLED: '1' };
+  return {
+    ...base,
+    PATH: [...prefix, ...rest].join(':'),
+    TURBO_TELEMETRY_DISABLED: '1',
+    // eslint, prettier and vite turn on Node.js's compile cache, by default in the shared
+    // temporary directory, where any user of the host could plant compiled code that the next
+    // run (as root, for the tests) would load. The checkout's own directory has no such reader.
+    NODE_COMPILE_CACHE: base.NODE_COMPILE_CACHE ?? path.join(localTools, 'node-compile-cache'),
+  };
 }
 
 /**

@@ -39,32 +39,62 @@ export function unsafeCacheDir(dir: string): string | undefined {
   return undefined;
 }
 
-/** Count the files under `dir` (two levels: Node.js's version directory, then its entries). */
+/**
+ * Make `dir` one level at a time, each level checked before the next is made (never through a
+ * link or a directory someone else could swap), the last one 0700: nothing inside can be
+ * reached by another user whatever the modes Node.js gives what it creates there (its umask).
+ * A last level that was open to group or others is emptied: what is in it cannot be trusted.
+ */
+function ensureCacheDir(dir: string): boolean {
+  let current = '/';
+  for (const part of dir.split('/').filter(Boolean)) {
+    current = path.join(current, part);
+    if (!fs.existsSync(current)) fs.mkdirSync(current, { mode: 0o700 });
+    if (unsafeCacheDir(current) !== undefined) return false;
+  }
+  if ((fs.lstatSync(dir).mode & 0o077) !== 0) {
+    fs.chmodSync(dir, 0o700);
+    emptyDir(dir);
+  }
+  return true;
+}
+
+function emptyDir(dir: string): void {
+  for (const entry of fs.readdirSync(dir)) fs.rmSync(path.join(dir, entry), { recursive: true, force: true });
+}
+
+/**
+ * The files under `dir` (Node.js's version directories, then their entries), or Infinity when
+ * an entry is not what Node.js makes there (a root-owned directory), so that the cache starts over.
+ */
 function cacheFiles(dir: string): number {
   let count = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    count += entry.isDirectory() ? fs.readdirSync(path.join(dir, entry.name)).length : 1;
+  for (const entry of fs.readdirSync(dir)) {
+    const stats = fs.lstatSync(path.join(dir, entry));
+    if (!stats.isDirectory() || stats.uid !== 0) return Number.POSITIVE_INFINITY;
+    count += fs.readdirSync(path.join(dir, entry)).length;
   }
   return count;
 }
 
 /**
  * Turn the compile cache on for the modules this process loads from now on, when it runs as
- * root and the cache directory is safe. Returns the directory, or undefined when it is off.
- * Never throws: the cache is a speed-up, and a command runs the same without it.
+ * root and the cache directory is safe. Returns the directory, or undefined when it is off
+ * (or on somewhere else: `NODE_COMPILE_CACHE` in root's environment is Node.js's own setting,
+ * taken before this code runs). Never throws: the cache is a speed-up, and a command runs the
+ * same without it.
  */
 export function enableCompileCache(dir: string = COMPILE_CACHE_DIR): string | undefined {
   if (process.geteuid?.() !== 0 || typeof module.enableCompileCache !== 'function') return undefined;
   try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    if (unsafeCacheDir(dir) !== undefined) return undefined;
-    if (cacheFiles(dir) > MAX_CACHE_FILES) {
-      for (const entry of fs.readdirSync(dir))
-        fs.rmSync(path.join(dir, entry), { recursive: true, force: true });
-    }
+    if (!ensureCacheDir(dir)) return undefined;
+    if (cacheFiles(dir) > MAX_CACHE_FILES) emptyDir(dir);
     const result = module.enableCompileCache(dir);
     const { ENABLED, ALREADY_ENABLED } = module.constants.compileCacheStatus;
-    return result.status === ENABLED || result.status === ALREADY_ENABLED ? dir : undefined;
+    if (result.status !== ENABLED && result.status !== ALREADY_ENABLED) return undefined;
+    // Already on (NODE_COMPILE_CACHE), Node.js names its versioned directory: ours, or not.
+    const where = path.resolve(result.directory ?? '/');
+    return where === dir || where.startsWith(`${dir}/`) ? dir : undefined;
   } catch {
     return undefined;
   }

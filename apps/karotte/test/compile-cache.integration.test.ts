@@ -52,16 +52,39 @@ describe('the compile cache', () => {
     expect(enableCompileCache(inner)).toBeUndefined();
   });
 
-  it('starts over once it holds more files than a few builds leave', () => {
+  it('is refused through a link, and never made through one', () => {
+    const dir = rootDir();
+    const real = path.join(dir, 'real');
+    fs.mkdirSync(real, { mode: 0o700 });
+    const link = path.join(dir, 'link');
+    fs.symlinkSync(real, link);
+    expect(unsafeCacheDir(path.join(link, 'cache'))).toBe(`${link} is not a directory`);
+    expect(enableCompileCache(path.join(link, 'cache'))).toBeUndefined();
+    expect(fs.readdirSync(real)).toEqual([]);
+  });
+
+  // The two tests below turn the cache on in this test process (its own fork): the first one
+  // in the directory it names, the second finds it on already, elsewhere.
+  it('closes a cache directory that was open to group or others, and empties it', () => {
+    const dir = rootDir();
+    fs.chmodSync(dir, 0o755);
+    const planted = path.join(dir, 'v0-planted');
+    fs.mkdirSync(planted, { mode: 0o777 });
+    fs.writeFileSync(path.join(planted, 'entry'), 'not compiled by us');
+    expect(enableCompileCache(dir)).toBe(dir);
+    expect(fs.statSync(dir).mode & 0o777).toBe(0o700);
+    expect(fs.existsSync(planted)).toBe(false);
+    expect(module.getCompileCacheDir()).toContain(dir);
+  });
+
+  it('starts over once it holds more files than a few builds leave; on elsewhere already, it says off', () => {
     const dir = rootDir();
     const stale = path.join(dir, 'v0-stale');
     fs.mkdirSync(stale);
     for (let i = 0; i < 600; i += 1) fs.writeFileSync(path.join(stale, String(i)), '');
-    // Turns the cache on in this test process (its own fork): what loads later is cached there.
-    expect(enableCompileCache(dir)).toBe(dir);
+    expect(enableCompileCache(dir)).toBeUndefined();
     expect(fs.existsSync(stale)).toBe(false);
-    expect(module.getCompileCacheDir?.()).toContain(dir);
-    module.flushCompileCache?.();
+    expect(module.getCompileCacheDir()).not.toContain(dir);
   });
 
   it("is filled and read back by root's CLI, and never touched by another user's", () => {

@@ -72,7 +72,11 @@ export const reclaimLeftoversOptionsSchema = z
      * @default 60000
      */
     timeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
-    /** Cancels between steps: throws `ProcReaperError` `ABORTED`. */
+    /**
+     * Cancels the call: checked before the sweeps start and again once they have all ended
+     * (throws `ProcReaperError` `ABORTED`, whatever else failed); the RAM-file sweep also stops
+     * at it, the others run to their end (each bounded by `timeoutMs`).
+     */
     abortSignal: z.instanceof(AbortSignal).optional(),
   })
   .strict();
@@ -297,6 +301,8 @@ export async function reclaimLeftovers(
 
   // Every sweep has ended before this returns or throws: none is left running behind an error.
   const parts = await Promise.allSettled([sweepSysv(), sweepQueues(), sweepRamFiles(), sweepKeyrings()]);
+  // An abort during the sweeps is what the caller sees, not a sweep's failure it caused.
+  checkAbort();
   const [sysvPart, queuesPart, ramPart, keysPart] = parts;
   const sysv = settledValue(sysvPart);
   const posixMqueues = settledValue(queuesPart);

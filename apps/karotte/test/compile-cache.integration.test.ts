@@ -3,8 +3,8 @@
 // touches it.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import module from 'node:module';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMPILE_CACHE_DIR, enableCompileCache, unsafeCacheDir } from '../src/compile-cache.js';
 import { asUid } from '../../../test/support/index.js';
@@ -24,6 +24,26 @@ function rootDir(): string {
   fs.chmodSync(dir, 0o700);
   made.push(dir);
   return dir;
+}
+
+/** Run `body` in a new Node.js (only PATH and `env`), with `cache` and `module` in scope; what it print()s. */
+function inFreshNode(body: string, env: Record<string, string> = {}): unknown {
+  const source = [
+    `import * as cache from ${JSON.stringify(pathToFileURL(path.join(app, 'src', 'compile-cache.ts')).href)};`,
+    "import module from 'node:module';",
+    'const print = (value) => process.stdout.write(JSON.stringify(value));',
+    body,
+  ].join('\n');
+  const run = spawnSync(
+    process.execPath,
+    ['--experimental-strip-types', '--input-type=module', '-e', source],
+    {
+      encoding: 'utf8',
+      env: { PATH: '/usr/bin:/bin', ...env },
+    },
+  );
+  expect(run.status, run.stderr).toBe(0);
+  return JSON.parse(run.stdout) as unknown;
 }
 
 /** The compile cache's own account of what it read and wrote (Node.js's debug output). */
@@ -63,18 +83,20 @@ describe('the compile cache', () => {
     expect(fs.readdirSync(real)).toEqual([]);
   });
 
-  // The two tests below turn the cache on in this test process (its own fork): the first one
-  // in the directory it names, the second finds it on already, elsewhere.
+  // The two tests below turn the cache on, in a Node.js of their own: this test process may
+  // have it on already (NODE_COMPILE_CACHE from the test command), and it cannot be turned off.
   it('closes a cache directory that was open to group or others, and empties it', () => {
     const dir = rootDir();
     fs.chmodSync(dir, 0o755);
     const planted = path.join(dir, 'v0-planted');
     fs.mkdirSync(planted, { mode: 0o777 });
     fs.writeFileSync(path.join(planted, 'entry'), 'not compiled by us');
-    expect(enableCompileCache(dir)).toBe(dir);
+    const seen = inFreshNode(`
+      const enabled = cache.enableCompileCache(${JSON.stringify(dir)});
+      print({ enabled, dir: module.getCompileCacheDir() });`);
+    expect(seen).toEqual({ enabled: dir, dir: expect.stringContaining(`${dir}/`) });
     expect(fs.statSync(dir).mode & 0o777).toBe(0o700);
     expect(fs.existsSync(planted)).toBe(false);
-    expect(module.getCompileCacheDir()).toContain(dir);
   });
 
   it('starts over once it holds more files than a few builds leave; on elsewhere already, it says off', () => {
@@ -82,9 +104,13 @@ describe('the compile cache', () => {
     const stale = path.join(dir, 'v0-stale');
     fs.mkdirSync(stale);
     for (let i = 0; i < 600; i += 1) fs.writeFileSync(path.join(stale, String(i)), '');
-    expect(enableCompileCache(dir)).toBeUndefined();
+    const elsewhere = rootDir();
+    const seen = inFreshNode(
+      `print({ enabled: cache.enableCompileCache(${JSON.stringify(dir)}) ?? null, dir: module.getCompileCacheDir() });`,
+      { NODE_COMPILE_CACHE: elsewhere },
+    );
+    expect(seen).toEqual({ enabled: null, dir: expect.stringContaining(`${elsewhere}/`) });
     expect(fs.existsSync(stale)).toBe(false);
-    expect(module.getCompileCacheDir()).not.toContain(dir);
   });
 
   it("is filled and read back by root's CLI, and never touched by another user's", () => {
@@ -93,7 +119,8 @@ describe('the compile cache', () => {
     // The second run reads the chunks the first one wrote (or found) and V8 accepts them.
     const second = cacheLog([process.execPath, cli, 'validate', '--task', task]);
     expect(second).toContain(`[compile cache] resolved path ${COMPILE_CACHE_DIR}`);
-    expect(second).toMatch(/V8 code cache for ESM file:\/\/\S+\/dist\/chunk-\S+\.js was accepted/);
+    // Node.js 24 says "V8 code cache for ESM file://…", 22 "cache for file://…".
+    expect(second).toMatch(/cache for (ESM )?file:\/\/\S+\/dist\/chunk-\S+\.js was accepted/);
     const other = cacheLog(asUid(65534, [process.execPath, cli, 'validate', '--task', task]));
     expect(other).not.toContain('[compile cache]');
   });

@@ -11,6 +11,7 @@ var major = Number(process.versions.node.split('.')[0]);
 var name = process.argv[2];
 var scripts = { setup: 'setup.mjs', test: 'test.mjs', karotte: 'karotte.mjs' };
 
+warnOfSharedCompileCache();
 if (!Object.prototype.hasOwnProperty.call(scripts, name)) {
   process.stderr.write('usage: node scripts/bootstrap.cjs setup|test|karotte [args...]\n');
   process.exit(2);
@@ -36,3 +37,26 @@ new Function('specifier', 'return import(specifier)')(require('url').pathToFileU
     process.exit(1);
   },
 );
+
+// npm (11+, on a Node.js with a compile cache) and some tools keep compiled code in a shared
+// directory by default, $TMPDIR/node-compile-cache, and load it in the next process. As root,
+// a cache directory another user made first or can write lets that user run code as root: npm
+// has already loaded it by the time this file runs, so all that can be done is to say so.
+function warnOfSharedCompileCache() {
+  if (!process.getuid || process.getuid() !== 0 || process.env.NODE_DISABLE_COMPILE_CACHE) return;
+  var dir = process.env.NODE_COMPILE_CACHE || path.join(require('os').tmpdir(), 'node-compile-cache');
+  var stats;
+  try {
+    stats = require('fs').lstatSync(dir);
+  } catch (error) {
+    return;
+  }
+  // 18 = 0o022: written by group or others.
+  if (stats.isDirectory() && stats.uid === 0 && (stats.mode & 18) === 0) return;
+  process.stderr.write(
+    '[karotte] warning: ' +
+      dir +
+      ' (Node.js compile cache that npm run as root reads) is not a root-owned directory closed to others:' +
+      ' whoever can write it can run code as root. Remove it, and run npm as root with NODE_DISABLE_COMPILE_CACHE=1.\n',
+  );
+}

@@ -2,15 +2,11 @@
 // the compile cache npm reads is a directory another user made or can write.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { tempDir } from '../test/support/index.js';
 
 const bootstrap = path.resolve(import.meta.dirname, 'bootstrap.cjs');
-const made: string[] = [];
-afterEach(() => {
-  for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
-});
 
 /** stderr of `node bootstrap.cjs nope` (the usage error: nothing else runs) with `cache` named. */
 function stderrWith(cache: string): string {
@@ -22,8 +18,8 @@ function stderrWith(cache: string): string {
 
 describe('bootstrap.cjs and the shared compile cache', () => {
   it('as root, warns of a cache directory another user owns or others can write (never without root)', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-bootstrap-cache-'));
-    made.push(dir);
+    const { dir, cleanup } = tempDir('bootstrap-cache');
+    onTestFinished(cleanup);
     fs.chmodSync(dir, 0o777);
     if (process.getuid?.() !== 0) {
       // The risk is root running code it did not write: another user is told nothing.

@@ -90,21 +90,8 @@ function vitest(node, label) {
       env: toolEnv(node),
     },
   );
-  if (result.status !== 0) {
-    failedRuns += 1;
-    // Named at the end with the failures: a run can fail with every test passed (an unhandled
-    // error or rejection, a worker that died, a file that failed to load), and a log cut to
-    // its tail would otherwise show only passing counts.
-    const how =
-      result.signal === null ? `exited with status ${result.status}` : `was killed by ${result.signal}`;
-    failures.push({
-      label,
-      name: `the vitest run ${how}`,
-      message:
-        result.error?.message ??
-        'see the run above for "Unhandled Errors" or a file that failed outside its tests',
-    });
-  }
+  if (result.status !== 0) failedRuns += 1;
+  const failuresBefore = failures.length;
   if (fs.existsSync(report)) {
     const data = JSON.parse(fs.readFileSync(report, 'utf8'));
     totals.passed += data.numPassedTests ?? 0;
@@ -131,6 +118,18 @@ function vitest(node, label) {
   } else {
     failedRuns += 1;
     failures.push({ label, name: 'the vitest run wrote no report', message: report });
+  }
+  if (result.status !== 0 && failures.length === failuresBefore) {
+    // Named at the end with the failures: a run can fail with every test passed (an unhandled
+    // error or rejection, a worker that died), and a log cut to its tail would otherwise show
+    // only passing counts.
+    const how =
+      result.signal === null ? `exited with status ${result.status}` : `was killed by ${result.signal}`;
+    failures.push({
+      label,
+      name: `the vitest run ${how} with no test failed`,
+      message: result.error?.message ?? 'see the run above for "Unhandled Errors"',
+    });
   }
   fs.rmSync(path.dirname(report), { recursive: true, force: true });
 }

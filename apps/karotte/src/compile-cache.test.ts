@@ -1,18 +1,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { tempDir } from '../../../test/support/index.js';
 import { unsafeCacheDir } from './compile-cache.js';
-
-const made: string[] = [];
-afterEach(() => {
-  for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
-});
 
 describe('unsafeCacheDir (what may hold code root runs)', () => {
   it('refuses a directory under one anybody can write (the temporary directory)', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'karotte-compile-cache-'));
-    made.push(dir);
+    const { dir, cleanup } = tempDir('compile-cache');
+    onTestFinished(cleanup);
     const tmp = fs.realpathSync(os.tmpdir());
     // /tmp is 1777 on every Linux host (or owned by this user): either way it is refused.
     expect(unsafeCacheDir(fs.realpathSync(dir))).toMatch(

@@ -16,8 +16,10 @@ import process from 'node:process';
 export const COMPILE_CACHE_DIR = '/var/cache/karotte/node-compile-cache';
 
 /**
- * Node.js keeps one file per module and never removes one: each rebuild of the CLI adds its
- * chunks again. Past this many files the cache starts over (a few dozen files per build).
+ * Node.js keeps one file per module and never removes one: each rebuild of the CLI (or another
+ * checkout of it) adds its chunks again. Past this many files the oldest go, down to half of it:
+ * the entries a running build uses are among the newest, so a CLI starting beside another one
+ * does not lose the cache it is reading.
  */
 const MAX_CACHE_FILES = 512;
 
@@ -64,17 +66,32 @@ function emptyDir(dir: string): void {
 }
 
 /**
- * The files under `dir` (Node.js's version directories, then their entries), or Infinity when
- * an entry is not what Node.js makes there (a root-owned directory), so that the cache starts over.
+ * The files under `dir` (Node.js's version directories, then their entries), or undefined when
+ * an entry is not what Node.js makes there (a root-owned directory): the cache then starts over.
  */
-function cacheFiles(dir: string): number {
-  let count = 0;
+function cacheFiles(dir: string): { file: string; mtimeMs: number }[] | undefined {
+  const files: { file: string; mtimeMs: number }[] = [];
   for (const entry of fs.readdirSync(dir)) {
     const stats = fs.lstatSync(path.join(dir, entry));
-    if (!stats.isDirectory() || stats.uid !== 0) return Number.POSITIVE_INFINITY;
-    count += fs.readdirSync(path.join(dir, entry)).length;
+    if (!stats.isDirectory() || stats.uid !== 0) return undefined;
+    for (const name of fs.readdirSync(path.join(dir, entry))) {
+      const file = path.join(dir, entry, name);
+      files.push({ file, mtimeMs: fs.lstatSync(file).mtimeMs });
+    }
   }
-  return count;
+  return files;
+}
+
+/** Keep the cache under MAX_CACHE_FILES: the oldest entries go (or all, for a foreign entry). */
+function pruneCache(dir: string): void {
+  const files = cacheFiles(dir);
+  if (files === undefined) {
+    emptyDir(dir);
+    return;
+  }
+  if (files.length <= MAX_CACHE_FILES) return;
+  files.sort((a, b) => b.mtimeMs - a.mtimeMs);
+  for (const { file } of files.slice(MAX_CACHE_FILES / 2)) fs.rmSync(file, { force: true });
 }
 
 /**
@@ -88,7 +105,7 @@ export function enableCompileCache(dir: string = COMPILE_CACHE_DIR): string | un
   if (process.geteuid?.() !== 0 || typeof module.enableCompileCache !== 'function') return undefined;
   try {
     if (!ensureCacheDir(dir)) return undefined;
-    if (cacheFiles(dir) > MAX_CACHE_FILES) emptyDir(dir);
+    pruneCache(dir);
     const result = module.enableCompileCache(dir);
     const { ENABLED, ALREADY_ENABLED } = module.constants.compileCacheStatus;
     if (result.status !== ENABLED && result.status !== ALREADY_ENABLED) return undefined;

@@ -5,9 +5,9 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { COMPILE_CACHE_DIR, enableCompileCache, unsafeCacheDir } from '../src/compile-cache.js';
-import { asUid } from '../../../test/support/index.js';
+import { asUid, tempDir } from '../../../test/support/index.js';
 
 const app = path.resolve(import.meta.dirname, '..');
 const cli = path.join(app, 'dist', 'cli.js');
@@ -99,18 +99,25 @@ describe('the compile cache', () => {
     expect(fs.existsSync(planted)).toBe(false);
   });
 
-  it('starts over once it holds more files than a few builds leave; on elsewhere already, it says off', () => {
+  it('keeps the newest entries once it holds more files than a few builds leave; on elsewhere already, it says off', () => {
     const dir = rootDir();
     const stale = path.join(dir, 'v0-stale');
     fs.mkdirSync(stale);
-    for (let i = 0; i < 600; i += 1) fs.writeFileSync(path.join(stale, String(i)), '');
+    // 600 entries, the first 344 of them a day old: the oldest go, 256 stay (the newest).
+    const dayAgo = new Date(Date.now() - 86_400_000);
+    for (let i = 0; i < 600; i += 1) {
+      fs.writeFileSync(path.join(stale, String(i)), '');
+      if (i < 344) fs.utimesSync(path.join(stale, String(i)), dayAgo, dayAgo);
+    }
     const elsewhere = rootDir();
     const seen = inFreshNode(
       `print({ enabled: cache.enableCompileCache(${JSON.stringify(dir)}) ?? null, dir: module.getCompileCacheDir() });`,
       { NODE_COMPILE_CACHE: elsewhere },
     );
     expect(seen).toEqual({ enabled: null, dir: expect.stringContaining(`${elsewhere}/`) });
-    expect(fs.existsSync(stale)).toBe(false);
+    const left = fs.readdirSync(stale).map(Number);
+    expect(left).toHaveLength(256);
+    expect(Math.min(...left)).toBe(344);
   });
 
   it("is filled and read back by root's CLI, and never touched by another user's", () => {
@@ -121,7 +128,21 @@ describe('the compile cache', () => {
     expect(second).toContain(`[compile cache] resolved path ${COMPILE_CACHE_DIR}`);
     // Node.js 24 says "V8 code cache for ESM file://…", 22 "cache for file://…".
     expect(second).toMatch(/cache for (ESM )?file:\/\/\S+\/dist\/chunk-\S+\.js was accepted/);
-    const other = cacheLog(asUid(65534, [process.execPath, cli, 'validate', '--task', task]));
+    // Another user runs a copy of the CLI and the task it can read (the checkout may be 0700).
+    const { dir: copy, cleanup } = tempDir('compile-cache-other');
+    onTestFinished(cleanup);
+    fs.chmodSync(copy, 0o755);
+    fs.cpSync(path.join(app, 'dist'), path.join(copy, 'dist'), { recursive: true });
+    fs.cpSync(task, path.join(copy, 'task'), { recursive: true });
+    const other = cacheLog(
+      asUid(65534, [
+        process.execPath,
+        path.join(copy, 'dist', 'cli.js'),
+        'validate',
+        '--task',
+        path.join(copy, 'task'),
+      ]),
+    );
     expect(other).not.toContain('[compile cache]');
   });
 });

@@ -17,11 +17,18 @@ export const COMPILE_CACHE_DIR = '/var/cache/karotte/node-compile-cache';
 
 /**
  * Node.js keeps one file per module and never removes one: each rebuild of the CLI (or another
- * checkout of it) adds its chunks again. Past this many files the oldest go, down to half of it:
- * the entries a running build uses are among the newest, so a CLI starting beside another one
- * does not lose the cache it is reading.
+ * checkout of it, or a command loading other packages) adds its entries. The CLI sweeps the cache
+ * at most once an hour (the mtime of the marker file `.swept` says when it last did, so the other
+ * CLIs starting in that hour pay one stat): an entry nobody read or wrote for a week goes, and
+ * past `maxFiles` files the least recently used go, down to half of it. A CLI starting beside
+ * another one so never loses the entries that one is reading (one CI pass leaves about 300).
  */
-const MAX_CACHE_FILES = 512;
+export const CACHE_SWEEP = {
+  everyMs: 3_600_000,
+  unusedForMs: 7 * 86_400_000,
+  maxFiles: 4096,
+  marker: '.swept',
+} as const;
 
 /** Why `dir` (absolute) may not hold code root runs, or undefined when it may. */
 export function unsafeCacheDir(dir: string): string | undefined {
@@ -65,33 +72,63 @@ function emptyDir(dir: string): void {
   for (const entry of fs.readdirSync(dir)) fs.rmSync(path.join(dir, entry), { recursive: true, force: true });
 }
 
+interface CacheFile {
+  file: string;
+  /** When it was last read or written: its atime moves on a read at least once a day (relatime). */
+  usedMs: number;
+}
+
 /**
  * The files under `dir` (Node.js's version directories, then their entries), or undefined when
- * an entry is not what Node.js makes there (a root-owned directory): the cache then starts over.
+ * an entry is not what Node.js (or the sweep's marker) makes there: the cache then starts over.
  */
-function cacheFiles(dir: string): { file: string; mtimeMs: number }[] | undefined {
-  const files: { file: string; mtimeMs: number }[] = [];
+function cacheFiles(dir: string): CacheFile[] | undefined {
+  const files: CacheFile[] = [];
   for (const entry of fs.readdirSync(dir)) {
     const stats = fs.lstatSync(path.join(dir, entry));
-    if (!stats.isDirectory() || stats.uid !== 0) return undefined;
+    if (stats.uid !== 0) return undefined;
+    if (entry === CACHE_SWEEP.marker) {
+      if (stats.isFile()) continue;
+      return undefined;
+    }
+    if (!stats.isDirectory()) return undefined;
     for (const name of fs.readdirSync(path.join(dir, entry))) {
       const file = path.join(dir, entry, name);
-      files.push({ file, mtimeMs: fs.lstatSync(file).mtimeMs });
+      const { atimeMs, mtimeMs } = fs.lstatSync(file);
+      files.push({ file, usedMs: Math.max(atimeMs, mtimeMs) });
     }
   }
   return files;
 }
 
-/** Keep the cache under MAX_CACHE_FILES: the oldest entries go (or all, for a foreign entry). */
-function pruneCache(dir: string): void {
+/** Sweep the cache when the last sweep is an hour old (or unknown): see CACHE_SWEEP. */
+function sweepCache(dir: string, now: number = Date.now()): void {
+  const marker = path.join(dir, CACHE_SWEEP.marker);
+  const last = fs.lstatSync(marker, { throwIfNoEntry: false });
+  if (last?.isFile() && last.mtimeMs <= now && now - last.mtimeMs < CACHE_SWEEP.everyMs) return;
   const files = cacheFiles(dir);
-  if (files === undefined) {
-    emptyDir(dir);
-    return;
+  if (files === undefined) emptyDir(dir);
+  else {
+    const kept = files.filter(({ file, usedMs }) => {
+      if (now - usedMs < CACHE_SWEEP.unusedForMs) return true;
+      fs.rmSync(file, { force: true });
+      return false;
+    });
+    if (kept.length > CACHE_SWEEP.maxFiles) {
+      kept.sort((a, b) => b.usedMs - a.usedMs);
+      for (const { file } of kept.slice(CACHE_SWEEP.maxFiles / 2)) fs.rmSync(file, { force: true });
+    }
   }
-  if (files.length <= MAX_CACHE_FILES) return;
-  files.sort((a, b) => b.mtimeMs - a.mtimeMs);
-  for (const { file } of files.slice(MAX_CACHE_FILES / 2)) fs.rmSync(file, { force: true });
+  const fd = fs.openSync(
+    marker,
+    fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW,
+    0o600,
+  );
+  try {
+    fs.futimesSync(fd, now / 1000, now / 1000);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /**
@@ -105,7 +142,7 @@ export function enableCompileCache(dir: string = COMPILE_CACHE_DIR): string | un
   if (process.geteuid?.() !== 0 || typeof module.enableCompileCache !== 'function') return undefined;
   try {
     if (!ensureCacheDir(dir)) return undefined;
-    pruneCache(dir);
+    sweepCache(dir);
     const result = module.enableCompileCache(dir);
     const { ENABLED, ALREADY_ENABLED } = module.constants.compileCacheStatus;
     if (result.status !== ENABLED && result.status !== ALREADY_ENABLED) return undefined;

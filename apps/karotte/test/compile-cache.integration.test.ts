@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
-import { COMPILE_CACHE_DIR, enableCompileCache, unsafeCacheDir } from '../src/compile-cache.js';
+import { CACHE_SWEEP, COMPILE_CACHE_DIR, enableCompileCache, unsafeCacheDir } from '../src/compile-cache.js';
 import { asUid, tempDir } from '../../../test/support/index.js';
 
 const app = path.resolve(import.meta.dirname, '..');
@@ -99,25 +99,72 @@ describe('the compile cache', () => {
     expect(fs.existsSync(planted)).toBe(false);
   });
 
-  it('keeps the newest entries once it holds more files than a few builds leave; on elsewhere already, it says off', () => {
+  it('sweeps at most once an hour: a week unused goes, and past maxFiles the least recently used, down to half', () => {
     const dir = rootDir();
-    const stale = path.join(dir, 'v0-stale');
-    fs.mkdirSync(stale);
-    // 600 entries, the first 344 of them a day old: the oldest go, 256 stay (the newest).
-    const dayAgo = new Date(Date.now() - 86_400_000);
-    for (let i = 0; i < 600; i += 1) {
-      fs.writeFileSync(path.join(stale, String(i)), '');
-      if (i < 344) fs.utimesSync(path.join(stale, String(i)), dayAgo, dayAgo);
+    const entries = path.join(dir, 'v0-entries');
+    fs.mkdirSync(entries);
+    const now = Date.now();
+    const seconds = (ms: number): number => ms / 1000;
+    const weekAgo = now - CACHE_SWEEP.unusedForMs - 3_600_000;
+    const total = CACHE_SWEEP.maxFiles + 104;
+    for (let i = 0; i < total; i += 1) {
+      const file = path.join(entries, String(i));
+      fs.writeFileSync(file, '');
+      // 0-99 unused for over a week; 100 written then, read a moment ago; the rest used in the
+      // last day, the higher the later.
+      if (i < 100) fs.utimesSync(file, seconds(weekAgo), seconds(weekAgo));
+      else if (i === 100) fs.utimesSync(file, seconds(now - 1000), seconds(weekAgo));
+      else fs.utimesSync(file, seconds(now - 86_400_000 + i * 1000), seconds(now - 86_400_000 + i * 1000));
     }
+    // NODE_COMPILE_CACHE elsewhere: the sweep still runs, and the cache is said off.
     const elsewhere = rootDir();
-    const seen = inFreshNode(
-      `print({ enabled: cache.enableCompileCache(${JSON.stringify(dir)}) ?? null, dir: module.getCompileCacheDir() });`,
-      { NODE_COMPILE_CACHE: elsewhere },
-    );
-    expect(seen).toEqual({ enabled: null, dir: expect.stringContaining(`${elsewhere}/`) });
-    const left = fs.readdirSync(stale).map(Number);
-    expect(left).toHaveLength(256);
-    expect(Math.min(...left)).toBe(344);
+    const sweep = (): unknown =>
+      inFreshNode(
+        `print({ enabled: cache.enableCompileCache(${JSON.stringify(dir)}) ?? null, dir: module.getCompileCacheDir() });`,
+        { NODE_COMPILE_CACHE: elsewhere },
+      );
+    expect(sweep()).toEqual({ enabled: null, dir: expect.stringContaining(`${elsewhere}/`) });
+    const left = fs
+      .readdirSync(entries)
+      .map(Number)
+      .sort((x, y) => x - y);
+    expect(left).toHaveLength(CACHE_SWEEP.maxFiles / 2);
+    expect(left[0]).toBe(100);
+    expect(left[1]).toBe(total - CACHE_SWEEP.maxFiles / 2 + 1);
+    const marker = fs.lstatSync(path.join(dir, CACHE_SWEEP.marker));
+    expect(marker.isFile() && marker.mode & 0o777).toBe(0o600);
+    // Swept a moment ago: the next CLI leaves an old entry alone...
+    const old = path.join(entries, 'old');
+    fs.writeFileSync(old, '');
+    fs.utimesSync(old, seconds(weekAgo), seconds(weekAgo));
+    sweep();
+    expect(fs.existsSync(old)).toBe(true);
+    // ...until the last sweep is an hour old.
+    const hourAgo = seconds(now - CACHE_SWEEP.everyMs - 1000);
+    fs.utimesSync(path.join(dir, CACHE_SWEEP.marker), hourAgo, hourAgo);
+    sweep();
+    expect(fs.existsSync(old)).toBe(false);
+    expect(fs.readdirSync(entries)).toHaveLength(CACHE_SWEEP.maxFiles / 2);
+  });
+
+  it('starts over when the cache holds what Node.js does not make there', () => {
+    for (const plant of [
+      (dir: string) => fs.writeFileSync(path.join(dir, 'planted'), ''),
+      (dir: string) => fs.mkdirSync(path.join(dir, CACHE_SWEEP.marker)),
+      (dir: string) => fs.symlinkSync('/etc', path.join(dir, CACHE_SWEEP.marker)),
+    ]) {
+      const dir = rootDir();
+      fs.mkdirSync(path.join(dir, 'v0-entries'));
+      fs.writeFileSync(path.join(dir, 'v0-entries', 'entry'), '');
+      plant(dir);
+      expect(inFreshNode(`print(cache.enableCompileCache(${JSON.stringify(dir)}) ?? null);`)).toBe(dir);
+      // Emptied, then the marker made afresh (and Node.js's own version directory).
+      const left = fs.readdirSync(dir);
+      expect(left).toContain(CACHE_SWEEP.marker);
+      expect(left).not.toContain('v0-entries');
+      expect(left).not.toContain('planted');
+      expect(fs.lstatSync(path.join(dir, CACHE_SWEEP.marker)).isFile()).toBe(true);
+    }
   });
 
   it("is filled and read back by root's CLI, and never touched by another user's", () => {

@@ -55,5 +55,11 @@ export {
   processesOfUid,
 } from './host/proc.js';
 export type { ProcessStat, ProcessStatus, ProcessIdentity, UidProcess, UidWalk } from './host/proc.js';
-export { runProgram, createSpawner } from './host/spawner.js';
-export type { RunProgramOptions, ProgramResult, Spawner } from './host/spawner.js';
+export { runProgram, killAsUid, createSpawner } from './host/spawner.js';
+export type {
+  RunProgramOptions,
+  ProgramResult,
+  Spawner,
+  KillAsUidTarget,
+  KillAsUidOptions,
+} from './host/spawner.js';

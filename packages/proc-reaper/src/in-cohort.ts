@@ -6,9 +6,12 @@
 // relays that no /proc snapshot ever catches. As root, kill(-1) would take the whole host:
 // the helper must have the student's uid and nothing else.
 //
-// No compiler is assumed, so the helper is trusted binaries only: `setpriv` (util-linux)
-// drops to the uid, then `/bin/sh` runs a constant loop of its builtin `kill -9 -1`.
-import { SystemError, runProgram } from '@karotte/base';
+// No compiler is assumed. The helper is a fork of @karotte/base's spawner process (Perl), which
+// becomes the uid and calls kill(-1) itself: no program starts, so it costs a fork, not two
+// execs. Without the spawner (no trusted perl), trusted binaries: `setpriv` (util-linux) drops to
+// the uid, then `/bin/sh` runs a constant loop of its builtin `kill -9 -1`.
+import { SystemError, killAsUid, runProgram } from '@karotte/base';
+import type { ProgramResult } from '@karotte/base';
 import inCohortScript from './programs/in-cohort.sh?raw';
 
 /** A constant script (programs/in-cohort.sh): all variable data is a positional argument ($1 = rounds). */
@@ -68,6 +71,27 @@ const MAX_CAPTURE_BYTES = 4096;
 const KILL_GRACE_MS = 2000;
 
 /**
+ * The in-cohort kill as `uid`/`gid`, `rounds` kill(-1) calls at most, with a bounded wait: in a
+ * fork of the spawner process, or (no spawner) as the argv of {@link inCohortArgv}. Resolves
+ * with the outcome; never rejects and never waits longer than `timeoutMs + KILL_GRACE_MS`.
+ */
+export async function runInCohort(
+  binaries: InCohortBinaries,
+  target: { readonly uid: number; readonly gid: number; readonly rounds: number },
+  timeoutMs: number,
+): Promise<HelperOutcome> {
+  const outcome = await outcomeOf(
+    () => killAsUid(target, { timeoutMs, killGraceMs: KILL_GRACE_MS, maxOutputBytes: MAX_CAPTURE_BYTES }),
+    FORKED_CONFIRMATION,
+  );
+  if (outcome.status !== 'spawn_failed' || outcome.errno !== 'ENOSYS') return outcome;
+  return runHelper(inCohortArgv(binaries, target.uid, target.gid, target.rounds), timeoutMs);
+}
+
+/** What the spawner's fork prints: the kill(-1) calls that signalled something. */
+const FORKED_CONFIRMATION = /^(\d+)\n$/;
+
+/**
  * Run a helper argv with a bounded wait. Resolves with the outcome; never rejects and never
  * waits longer than `timeoutMs + KILL_GRACE_MS`. The helper gets an empty environment (it
  * needs none and must not see the harness's), stdin /dev/null, and its own stdout and stderr
@@ -77,14 +101,17 @@ const KILL_GRACE_MS = 2000;
  * Why SIGKILL from outside after `timeoutMs`: the helper runs as the student, so the student
  * may SIGSTOP it (or it may be starved); root ends it after the bound whatever its state.
  */
-export async function runHelper(argv: readonly string[], timeoutMs: number): Promise<HelperOutcome> {
+export function runHelper(argv: readonly string[], timeoutMs: number): Promise<HelperOutcome> {
+  return outcomeOf(
+    () => runProgram(argv, { timeoutMs, killGraceMs: KILL_GRACE_MS, maxOutputBytes: MAX_CAPTURE_BYTES }),
+    CONFIRMATION,
+  );
+}
+
+async function outcomeOf(start: () => Promise<ProgramResult>, confirmation: RegExp): Promise<HelperOutcome> {
   let result;
   try {
-    result = await runProgram(argv, {
-      timeoutMs,
-      killGraceMs: KILL_GRACE_MS,
-      maxOutputBytes: MAX_CAPTURE_BYTES,
-    });
+    result = await start();
   } catch (error) {
     // A SystemError without an errno: the spawner process died while the helper ran (killed
     // with it, or not even started). This pass does not count; the next one starts a new
@@ -100,7 +127,7 @@ export async function runHelper(argv: readonly string[], timeoutMs: number): Pro
   if (result.stopped !== undefined) return { status: 'timed_out' };
   if (result.signal !== null) return { status: 'signalled', signal: result.signal };
   const stdout = result.stdout.toString('latin1');
-  const match = CONFIRMATION.exec(stdout);
+  const match = confirmation.exec(stdout);
   if (result.exitCode === 0 && match !== null) return { status: 'confirmed', rounds: Number(match[1]) };
   return {
     status: 'failed',

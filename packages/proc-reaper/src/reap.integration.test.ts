@@ -29,7 +29,8 @@ import {
 } from '../test/fixtures.js';
 import { ProcReaperError, reap, reapBestEffort } from './index.js';
 import { confirmedReapRecordSchema } from './record.js';
-import { IN_COHORT_SCRIPT, runHelper } from './in-cohort.js';
+import { IN_COHORT_SCRIPT, runHelper, runInCohort } from './in-cohort.js';
+import { killAsUid } from '@karotte/base';
 
 interface Context {
   uid: number;
@@ -40,6 +41,48 @@ interface Context {
   /** A bare v1 pids+freezer group the test freezes by hand (the frozen-process case). */
   v1: V1TestGroup | undefined;
 }
+
+/**
+ * The watcher of the forked helper, run as root, then with effective (and file-system) uid and
+ * gid the student's, real and saved another, so the helper's kill(-1) does not take it. It waits
+ * for a perl process whose four uids are the student's (the helper). With `probe`, it tries what
+ * an attack needs: ptrace, /proc/<pid>/mem and environ; and, as a control, environ of a sleeper
+ * of the uid (dumpable). With `stop`, it SIGSTOPs it, as a process of the uid may.
+ */
+const WATCHER = String.raw`
+      use POSIX ();
+      my ($uid, $other) = map { $_ + 0 } @ARGV[0, 1];   # numbers: syscall() takes a string as a pointer
+      my $action = $ARGV[2];
+      # setgroups(0), setresgid, setresuid (x86-64): the credentials ptrace compares are
+      # the file-system ones, here the student's uid and gid.
+      syscall(116, 0, 0) == 0 or die "setgroups: $!\n";
+      syscall(119, $other, $uid, $other) == 0 or die "setresgid: $!\n";
+      syscall(117, $other, $uid, $other) == 0 or die "setresuid: $!\n";
+      sub status { open(my $f, '<', "/proc/$_[0]/status") or return ''; local $/; <$f> }
+      sub try_open { open(my $f, '<', $_[0]) ? 'opened' : POSIX::strerror($! + 0) }
+      my ($helper, $sleeper);
+      syswrite(STDOUT, "ready\n");
+      my $until = time + 20;
+      while (!defined $helper && time < $until) {
+        opendir(my $d, '/proc');
+        for my $pid (grep { /^\d+$/ } readdir $d) {
+          my $s = status($pid);
+          next unless $s =~ /^Uid:\s+$uid\s+$uid\s+$uid\s+$uid$/m;
+          if ($s =~ /^Name:\s+sleep$/m) { $sleeper = $pid; next; }
+          next unless $s =~ /^Name:\s+perl$/m;
+          $helper = $pid;
+          if ($action eq 'stop') { kill('STOP', $pid); print "stopped\n"; last; }
+          my ($groups) = $s =~ /^Groups:[ \t]*(.*)$/m;
+          my @caps = map { $s =~ /^$_:\s+(\S+)$/m } qw(CapPrm CapEff CapAmb);
+          my $attach = syscall(101, 16, $pid + 0, 0, 0) == 0 ? 'attached' : POSIX::strerror($! + 0);
+          print join("\n", "groups=$groups", "caps=@caps", "ptrace=$attach",
+            "mem=" . try_open("/proc/$pid/mem"), "environ=" . try_open("/proc/$pid/environ"),
+            "sleeper=" . (defined $sleeper ? try_open("/proc/$sleeper/environ") : 'unseen')), "\n";
+          last;
+        }
+        closedir $d;
+      }
+      print "none\n" unless defined $helper;`;
 
 let ctx: Context;
 const uids: number[] = [];
@@ -421,6 +464,103 @@ describe('reap() details', () => {
     const plainPid = Number(plain.stdout.trim());
     await waitFor(() => execedAsStudent(plainPid, 'sleep'));
     expect(probe(`/proc/${plainPid}/environ`)).toBe(0);
+  });
+
+  /** The uid's one process runs `sleep`. */
+  const isSleeping = (uid: number): boolean => {
+    const [pid, ...more] = pidsOfUid(uid);
+    if (pid === undefined || more.length > 0) return false;
+    try {
+      return /^Name:\s+sleep$/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+
+  /**
+   * Run `body` while a process of the uid is frozen (SIGKILL waits for the thaw, so every
+   * kill(-1) finds it and the helper makes all its rounds: a window to watch it in) and the
+   * watcher looks for the helper. What the watcher printed after its `ready` line.
+   */
+  async function watchingHelper<T>(action: 'probe' | 'stop', body: () => Promise<T>): Promise<[T, string[]]> {
+    const v1 = ctx.v1 ?? V1TestGroup.create('forked-helper');
+    ctx.v1 = v1;
+    const state = `${v1.freezerDir}/freezer.state`;
+    await waitFor(() => statesOfUid(ctx.uid).length === 0, 10_000); // an earlier call's sleeper
+    spawnStudent(ctx.uid, 'exec sleep 600', { dir: ctx.dir, prefix: v1.launchPrefix() });
+    await waitFor(() => isSleeping(ctx.uid), 15_000);
+    fs.writeFileSync(state, 'FROZEN');
+    await waitFor(() => fs.readFileSync(state, 'utf8').trim() === 'FROZEN');
+    const other = testUid();
+    uids.push(other);
+    const watcher = spawn('/usr/bin/perl', ['-e', WATCHER, String(ctx.uid), String(other), action], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let report = '';
+    watcher.stdout.setEncoding('utf8');
+    watcher.stdout.on('data', (chunk: string) => (report += chunk));
+    const ended = new Promise((resolve) => watcher.on('close', resolve));
+    try {
+      await waitFor(() => report.startsWith('ready\n'));
+      const value = await body();
+      await ended;
+      return [value, report.split('\n').slice(1, -1)];
+    } finally {
+      watcher.kill('SIGKILL');
+      fs.writeFileSync(state, 'THAWED');
+    }
+  }
+
+  it('the forked helper is the uid alone, and a process of the uid can neither ptrace it nor read it', async () => {
+    const [result, lines] = await watchingHelper('probe', () =>
+      killAsUid({ uid: ctx.uid, gid: ctx.uid, rounds: 10_000 }, { timeoutMs: 30_000 }),
+    );
+    expect(result).toMatchObject({ exitCode: 0, stdout: Buffer.from('10000\n') });
+    const seen = Object.fromEntries(lines.map((line) => line.split('=') as [string, string]));
+    // The sleeper is read the first time the watcher sees it, which may be after the helper.
+    if (seen['sleeper'] === 'unseen') delete seen['sleeper'];
+    expect(seen).toEqual({
+      groups: '',
+      caps: '0000000000000000 0000000000000000 0000000000000000',
+      ptrace: 'Operation not permitted',
+      mem: 'Permission denied',
+      environ: 'Permission denied',
+      ...(seen['sleeper'] === undefined ? {} : { sleeper: 'opened' }),
+    });
+  });
+
+  it('a forked helper that a process of the uid stopped is killed from outside at its bound', async () => {
+    // The watcher catches the helper in its rounds (about 0.1 s) almost always; the test takes
+    // up to five tries and needs one caught. One that was not caught must have made its rounds.
+    let caught = 0;
+    for (let attempt = 0; attempt < 5 && caught === 0; attempt += 1) {
+      const started = Date.now();
+      const [outcome, lines] = await watchingHelper('stop', () =>
+        runInCohort(
+          { setpriv: '/usr/bin/setpriv', sh: '/bin/sh' },
+          { uid: ctx.uid, gid: ctx.uid, rounds: 10_000 },
+          300,
+        ),
+      );
+      if (lines[0] === 'stopped' && outcome.status === 'timed_out') {
+        caught += 1;
+        expect(Date.now() - started).toBeLessThan(6000);
+      } else {
+        expect(outcome).toEqual({ status: 'confirmed', rounds: 10_000 });
+      }
+    }
+    expect(caught).toBe(1);
+    // Killed, not left stopped: no helper (perl) of the uid is left. The sleeper may live on: a
+    // helper stopped before its first kill(-1) never signalled it (afterEach ends it).
+    const helpers = (): number[] =>
+      pidsOfUid(ctx.uid).filter((pid) => {
+        try {
+          return /^Name:\s+perl$/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+        } catch {
+          return false;
+        }
+      });
+    await waitFor(() => helpers().length === 0, 10_000);
   });
 
   it('reaps a PID namespace by its init alone (no uid, no group)', async () => {

@@ -47,7 +47,7 @@ import type { UidWalk } from '@karotte/base';
 import type { FrozenHold, KillableGroup } from '@karotte/limits';
 import { z } from 'zod';
 import { ProcReaperError } from './errors.js';
-import { inCohortArgv, runHelper } from './in-cohort.js';
+import { runInCohort } from './in-cohort.js';
 import type { HelperOutcome } from './in-cohort.js';
 import { assertCanReap } from './privileges.js';
 import { assertOwnProcfs, readPidNamespace, scanOwned } from './procfs.js';
@@ -211,10 +211,10 @@ export async function reap(target: ReapTarget, options: ReapOptions = {}): Promi
     throw new ProcReaperError('PROC_UNAVAILABLE', 'cannot read /proc/self/ns/pid');
   }
   const abortSignal = parsed.abortSignal;
-  const helperArgv =
+  const helperTarget =
     uid === undefined
       ? undefined
-      : inCohortArgv(binaries, uid, gid ?? uid, parsed.inCohortRounds ?? defaultInCohortRounds());
+      : { uid, gid: gid ?? uid, rounds: parsed.inCohortRounds ?? defaultInCohortRounds() };
   const engine: ReapEngine = {
     now: () => Date.now(),
     sleep: async (ms) => {
@@ -225,7 +225,7 @@ export async function reap(target: ReapTarget, options: ReapOptions = {}): Promi
     walk: (forUid, skip) => processesOfUid(forUid, '/proc', skip),
     scanOwned: (forUid, skip) => scanOwned(forUid, ownPidNamespace, '/proc', skip),
     kill: killPid,
-    runInCohort: () => runHelper(helperArgv!, parsed.helperTimeoutMs),
+    runInCohort: () => runInCohort(binaries, helperTarget!, parsed.helperTimeoutMs),
     inspectInit: (pid) => inspectInit(pid, ownPidNamespace),
     isRunnable: (pid) => isProcessRunnable(pid),
     groupMembers: async (killable) => (await killable.pids()).filter((pid) => isProcessLive(pid)),

@@ -190,6 +190,36 @@ describe.each([
     expect(() => spawner.run([SH], { timeoutMs: 1_000, env: { 'A=B': 'c' } })).toThrow(BadArgumentError);
   });
 
+  it('runs a Perl program (perl -e) as perl would: its arguments, environment and directory, exit and die', async () => {
+    const dir = tempDir();
+    const program = [
+      'my ($first, $second) = @ARGV;',
+      'print "$first,$second $ENV{KAROTTE_X} ", scalar(keys %ENV), "\n";',
+      'opendir(my $here, "."); print join(",", sort grep { !/^\\./ } readdir $here), "\n";',
+      'print STDERR "to stderr\n";',
+      '$undeclared = 1;', // no strict unless the program asks
+      'exit 3;',
+    ].join('\n');
+    fs.writeFileSync(path.join(dir, 'marker'), '');
+    const result = await spawner.run([PERL, '-e', program, 'one', 'two'], {
+      timeoutMs: 10_000,
+      cwd: dir,
+      env: { KAROTTE_X: 'x' },
+    });
+    expect(result).toMatchObject({ exitCode: 3, signal: null });
+    expect(result.stdout.toString()).toBe('one,two x 1\nmarker\n');
+    expect(result.stderr.toString()).toBe('to stderr\n');
+    const died = await spawner.run([PERL, '-e', 'use strict; use warnings; die "karotte boom\\n"'], {
+      timeoutMs: 10_000,
+    });
+    expect(died).toMatchObject({ exitCode: 255, stderr: Buffer.from('karotte boom\n') });
+    const strict = await spawner.run([PERL, '-e', 'use strict; $x = 1;'], { timeoutMs: 10_000 });
+    expect(strict.exitCode).toBe(255);
+    expect(strict.stderr.toString()).toMatch(
+      /^Global symbol "\$x" requires explicit package name .* at -e line 1\.\n/,
+    );
+  });
+
   it('runs many at once, each with its own result', async () => {
     const results = await Promise.all(
       Array.from({ length: 64 }, (_, index) =>
@@ -259,6 +289,19 @@ describe('the spawner process', () => {
     expect(spawner.pid()).not.toBe(first);
   });
 
+  it("runs a Perl program of its own perl in its fork, with no exec; another perl's through an exec", async () => {
+    const spawner = make(PERL);
+    const cmdline = 'open(my $f, "<", "/proc/self/cmdline"); local $/; print scalar <$f>;';
+    const forked = await spawner.run([PERL, '-e', cmdline], { timeoutMs: 10_000 });
+    // The fork's command line is the spawner's (perl -e <the spawner>), not this program's.
+    expect(forked.stdout.toString()).toMatch(/^\S+perl\0-e\0# The spawner/);
+    const copy = path.join(tempDir(), 'perl');
+    fs.copyFileSync(PERL, copy);
+    fs.chmodSync(copy, 0o755);
+    const execed = await spawner.run([copy, '-e', cmdline], { timeoutMs: 10_000 });
+    expect(execed.stdout.toString()).toBe(`${copy}\0-e\0${cmdline}\0`);
+  });
+
   it('that cannot start fails the run with the errno of its start', async () => {
     const spawner = make('/nonexistent/karotte-no-perl');
     const error: unknown = await spawner
@@ -279,5 +322,46 @@ describe('the spawner process', () => {
     expect(isProcessLive(holder)).toBe(false);
     await waitFor(() => !isProcessLive(sleeper), 2_000, 5);
     await expect(run).rejects.toThrow(/the spawner process running/);
+  });
+});
+
+describe('killAsUid', () => {
+  const target = { uid: 3_999_999_990, gid: 3_999_999_990, rounds: 1 };
+
+  it.each([
+    ['through the spawner', PERL],
+    ['directly', null],
+  ] as const)('%s, refuses uid or gid 0 and a rounds count out of range', (_, perl) => {
+    const spawner = make(perl);
+    for (const bad of [
+      { ...target, uid: 0 },
+      { ...target, gid: 0 },
+      { ...target, uid: 0xffffffff },
+      { ...target, rounds: 0 },
+      { ...target, rounds: 10_001 },
+      { ...target, rounds: 1.5 },
+    ]) {
+      expect(() => spawner.killAsUid(bad, { timeoutMs: 1_000 })).toThrow(BadArgumentError);
+    }
+  });
+
+  it('needs the spawner process: directly, it is ENOSYS', async () => {
+    const error: unknown = await make(null)
+      .killAsUid(target, { timeoutMs: 1_000 })
+      .catch((caught: unknown) => caught);
+    expect(SystemError.isInstance(error) && error.errno).toBe('ENOSYS');
+  });
+
+  it('as root it becomes the uid and makes its round; otherwise it cannot become the uid', async () => {
+    const result = await make(PERL).killAsUid(target, { timeoutMs: 10_000 });
+    if (process.getuid?.() === 0) {
+      // kill(-1) succeeds while any other process exists, even one it may not signal.
+      expect(result).toMatchObject({ exitCode: 0, stdout: Buffer.from('1\n'), stopped: undefined });
+    } else {
+      // setgroups needs CAP_SETGID: the fork says so and signals nothing.
+      expect(result.exitCode).toBe(125);
+      expect(result.stderr.toString()).toBe('karotte-kill-uid: setgroups: Operation not permitted\n');
+      expect(result.stdout.toString()).toBe('');
+    }
   });
 });

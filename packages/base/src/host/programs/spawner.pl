@@ -5,6 +5,8 @@
 # It reads frames on stdin and writes frames on stdout, each a 32-bit big-endian length, then
 # that many bytes: a type letter and its fields (N: 32-bit big-endian; s: N length + bytes).
 #   in   R id flags max cwd:s file:s argc:N argv:s... envc:N env:s...   run a program
+#        P id flags max cwd:s source:s argc:N arg:s... envc:N env:s...   run a Perl program (perl -e)
+#        U id max uid gid rounds                                        kill every process of a uid
 #        K id signal                                                    signal it (its group)
 #        F id                                                           forget it (no result)
 #   out  S id pid                          started (its exec succeeded)
@@ -13,6 +15,14 @@
 #        D id status outBytes errBytes out:s err:s   ended: reaped, and both outputs closed
 # A program gets stdin /dev/null, its stdout and stderr pipes and no other descriptor, the
 # given environment alone, default signal dispositions and an empty signal mask.
+# P runs the source as `perl -e source args...` would, in the fork itself (no exec, no new
+# interpreter): the same environment, descriptors and signals as R, no strict or warnings but
+# the program's own, its own package; a die prints its message and exits as perl's does.
+# U runs no program: the fork becomes uid and gid (no supplementary group, no capability, not
+# dumpable: another process of the uid can neither ptrace it nor read its memory) and calls
+# kill(-1, SIGKILL) rounds times (it stops at a call that fails); it prints the number of calls
+# that succeeded and a newline; a failure to become the uid is exit 125 and a line on
+# stderr. Its S frame comes before it drops root (a process of the uid can stop it after).
 # flags: 1 = a session (and process group) of its own. At most max bytes of each output are
 # kept; the rest is counted. At the end of stdin every program still running is killed (its
 # group with flag 1), and this process exits once they are gone.
@@ -55,8 +65,11 @@ sub send_frame {
   }
 }
 
+# Start a job: the fork runs $body (which execs, or exits) once its descriptors are set; $body
+# reports a failure to start with $fail. The job counts as started when the status pipe closes
+# without a report (close-on-exec, or $body closing it).
 sub start {
-  my ($id, $flags, $max, $cwd, $file, $argv, $env) = @_;
+  my ($id, $flags, $max, $cwd, $body) = @_;
   my ($out_r, $out_w, $err_r, $err_w, $status_r, $status_w);
   # Descriptors above 2 that Perl opens are close-on-exec: the program gets 0, 1 and 2 only.
   unless (pipe($out_r, $out_w) && pipe($err_r, $err_w) && pipe($status_r, $status_w)) {
@@ -83,6 +96,7 @@ sub start {
     POSIX::dup2($null, 0) // $fail->('dup2');
     POSIX::dup2(fileno($out_w), 1) // $fail->('dup2');
     POSIX::dup2(fileno($err_w), 2) // $fail->('dup2');
+    close $_ for ($out_r, $out_w, $err_r, $err_w, $status_r);    # through Perl, which owns them
     # Every other descriptor goes, inherited ones too (close-on-exec or not): only 0, 1, 2.
     my $keep = fileno $status_w;
     if (opendir(my $fds, '/proc/self/fd')) {
@@ -95,16 +109,8 @@ sub start {
       $_ != $keep && POSIX::close($_) for 3 .. $max - 1;
     }
     chdir($cwd) or $fail->("chdir $cwd");
-    %ENV = ();
-    for my $pair (@$env) {
-      my ($key, $value) = split /=/, $pair, 2;
-      $ENV{$key} = $value;
-    }
-    {
-      no warnings 'exec';    # the failure is reported below
-      exec {$file} @$argv;
-    }
-    $fail->("exec $file");
+    $body->($fail, $status_w);
+    POSIX::_exit(127);
   }
   close $out_w;
   close $err_w;
@@ -144,6 +150,98 @@ sub start {
   send_frame('S' . pack('NN', $id, $pid));
 }
 
+sub exec_body {
+  my ($file, $argv, $env) = @_;
+  return sub {
+    my ($fail) = @_;
+    %ENV = ();
+    for my $pair (@$env) {
+      my ($key, $value) = split /=/, $pair, 2;
+      $ENV{$key} = $value;
+    }
+    {
+      no warnings 'exec';    # the failure is reported below
+      exec {$file} @$argv;
+    }
+    $fail->("exec $file");
+  };
+}
+
+sub perl_body {
+  my ($source, $args, $env) = @_;
+  return sub {
+    my ($fail, $status_w) = @_;
+    %ENV = ();
+    for my $pair (@$env) {
+      my ($key, $value) = split /=/, $pair, 2;
+      $ENV{$key} = $value;
+    }
+    close $status_w;    # started, as an exec would be
+    @ARGV = @$args;
+    ($!, $?) = (0, 0);
+    my $ok = eval "package Karotte::Program; no strict; no warnings;\n#line 1 \"-e\"\n$source\n;1";
+    if (!$ok) {
+      # perl's own exit status after an uncaught die: errno, else $? >> 8, else 255.
+      my $code = ($! + 0) || (($? >> 8) & 0xff) || 255;
+      print STDERR $@;
+      exit $code;
+    }
+    exit 0;
+  };
+}
+
+# /proc/self/status's line for $field: its whitespace-separated values.
+sub status_field {
+  my ($field) = @_;
+  open(my $fh, '<', '/proc/self/status') or return;
+  while (my $line = <$fh>) {
+    return split(' ', $1 // '') if $line =~ /^\Q$field\E:[ \t]*(.*)$/;
+  }
+  return;
+}
+
+sub kill_uid_body {
+  my ($uid, $gid, $rounds) = @_;
+  return sub {
+    my ($fail, $status_w) = @_;
+    # Started while still root: once it is the uid, a process of the uid can stop it, and this
+    # process must never wait on it then. A failure from here on is exit 125 and stderr.
+    close $status_w;
+    my $refuse = sub {
+      my $line = "karotte-kill-uid: $_[0]: $!\n";
+      POSIX::write(2, $line, length $line);
+      POSIX::_exit(125);
+    };
+    if ($uid == 0 || $gid == 0) {
+      $! = POSIX::EINVAL();
+      $refuse->('refusing uid or gid 0');
+    }
+    # setgroups(0, NULL): syscall 116 on x86-64; then gid and uid, real, effective and saved
+    # (as root, setgid and setuid set all three), the uid last. Leaving root clears every
+    # capability; prctl(PR_SET_DUMPABLE, 0): syscall 157, option 4.
+    syscall(116, 0, 0) == 0 or $refuse->('setgroups');
+    POSIX::setgid($gid) or $refuse->("setgid $gid");
+    POSIX::setuid($uid) or $refuse->("setuid $uid");
+    syscall(157, 4, 0, 0, 0, 0) == 0 or $refuse->('prctl PR_SET_DUMPABLE');
+    my @uids = status_field('Uid');
+    my @gids = status_field('Gid');
+    my @groups = status_field('Groups');
+    my @caps = map { status_field($_) } qw(CapPrm CapEff CapAmb);
+    my $dropped = @uids == 4 && !grep({ $_ != $uid } @uids);
+    $dropped &&= @gids == 4 && !grep({ $_ != $gid } @gids);
+    $dropped &&= !@groups && @caps == 3 && !grep({ !/^0+$/ } @caps);
+    if (!$dropped) {
+      $! = POSIX::EPERM();
+      $refuse->('credentials not dropped');
+    }
+    my $done = 0;
+    $done += 1 while $done < $rounds && kill(9, -1);
+    my $line = "$done\n";
+    POSIX::write(1, $line, length $line);
+    POSIX::_exit(0);
+  };
+}
+
 sub kill_job {
   my ($job, $signal) = @_;
   # An unreaped child keeps its pid (and group id): the signal cannot reach another process.
@@ -170,24 +268,25 @@ sub forget {
 sub handle_frame {
   my ($body) = @_;
   my $type = substr($body, 0, 1);
-  if ($type eq 'R') {
-    my ($id, $flags, $max) = unpack('NNN', substr($body, 1, 12));
-    my $at = 13;
-    my $take = sub {
-      my $length = unpack('N', substr($body, $at, 4));
-      my $value = substr($body, $at + 4, $length);
-      $at += 4 + $length;
+  if ($type eq 'R' || $type eq 'P') {
+    my $at = 1;
+    my $number = sub { my $value = unpack('N', substr($body, $at, 4)); $at += 4; return $value };
+    my $string = sub {
+      my $length = $number->();
+      my $value = substr($body, $at, $length);
+      $at += $length;
       return $value;
     };
-    my $cwd = $take->();
-    my $file = $take->();
-    my $argc = unpack('N', substr($body, $at, 4));
-    $at += 4;
-    my @argv = map { $take->() } 1 .. $argc;
-    my $envc = unpack('N', substr($body, $at, 4));
-    $at += 4;
-    my @env = map { $take->() } 1 .. $envc;
-    start($id, $flags, $max, $cwd, $file, \@argv, \@env);
+    my ($id, $flags, $max) = map { $number->() } 1 .. 3;
+    my $cwd = $string->();
+    my $what = $string->();    # R: the file to exec; P: the Perl source
+    my @argv = map { $string->() } 1 .. $number->();
+    my @env = map { $string->() } 1 .. $number->();
+    my $run = $type eq 'R' ? exec_body($what, \@argv, \@env) : perl_body($what, \@argv, \@env);
+    start($id, $flags, $max, $cwd, $run);
+  } elsif ($type eq 'U') {
+    my ($id, $max, $uid, $gid, $rounds) = unpack('NNNNN', substr($body, 1, 20));
+    start($id, 0, $max, '/', kill_uid_body($uid, $gid, $rounds));
   } elsif ($type eq 'K') {
     my ($id, $signal) = unpack('NN', substr($body, 1, 8));
     kill_job($jobs{$id}, $signal) if $jobs{$id};

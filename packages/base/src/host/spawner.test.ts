@@ -300,6 +300,14 @@ describe('the spawner process', () => {
     fs.chmodSync(copy, 0o755);
     const execed = await spawner.run([copy, '-e', cmdline], { timeoutMs: 10_000 });
     expect(execed.stdout.toString()).toBe(`${copy}\0-e\0${cmdline}\0`);
+    // perl's switches after the source: `--` ends them (dropped); a switch needs a real perl.
+    const args = 'print join(",", @ARGV)';
+    const dashes = await spawner.run([PERL, '-e', args, '--', '-x', 'y'], { timeoutMs: 10_000 });
+    expect(dashes.stdout.toString()).toBe('-x,y');
+    const switched = await spawner.run([PERL, '-e', args, '-l', 'y'], { timeoutMs: 10_000 });
+    expect(switched.stdout.toString()).toBe('y\n'); // -l: a newline after each print
+    const own = await spawner.run([PERL, '-e', cmdline, '-l'], { timeoutMs: 10_000 });
+    expect(own.stdout.toString()).toBe(`${PERL}\0-e\0${cmdline}\0-l\0\n`);
   });
 
   it('that cannot start fails the run with the errno of its start', async () => {

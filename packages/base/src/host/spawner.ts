@@ -488,9 +488,19 @@ function perlSpawner(perl: string): Spawner {
     pid: () => child?.pid,
     run(argv, options) {
       const checked = validate(argv, options);
-      // `perl -e source args...` with the spawner's own perl: run in its fork, no exec.
-      const inFork = checked.file === perl && checked.argv[1] === '-e' && checked.argv.length >= 3;
-      const [what, args] = inFork ? [checked.argv[2]!, checked.argv.slice(3)] : [checked.file, checked.argv];
+      // `perl -e source args...` with the spawner's own perl: run in its fork, no exec. perl
+      // reads switches after the source up to the first other argument (`--` ends them and is
+      // dropped), so a first argument that is a switch goes to a real perl.
+      const rest = checked.argv.slice(3);
+      const first = rest[0];
+      const inFork =
+        checked.file === perl &&
+        checked.argv[1] === '-e' &&
+        checked.argv.length >= 3 &&
+        (first === undefined || first === '--' || !first.startsWith('-'));
+      const [what, args] = inFork
+        ? [checked.argv[2]!, first === '--' ? rest.slice(1) : rest]
+        : [checked.file, checked.argv];
       return submit(
         inFork ? 'P' : 'R',
         [
